@@ -48,7 +48,8 @@ def fleet_run():
 def _task_result(run, host, task_name):
     for play in run["plays"]:
         for task in play["tasks"]:
-            if task["task"]["name"] == task_name and host in task["hosts"]:
+            # Task names carry their role's prefix: "ROLE : NAME".
+            if task["task"]["name"].split(" : ")[-1] == task_name and host in task["hosts"]:
                 return task["hosts"][host]
     raise AssertionError("no result of %r for %s" % (task_name, host))
 

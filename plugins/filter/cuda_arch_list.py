@@ -1,0 +1,29 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""cuda_arch_list filter; documentation in cuda_arch_list.yml next to this file."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, arch_list
+
+
+def cuda_arch_list(caps, ptx=False, arch_specific=False):
+    """Compute capabilities in, TORCH_CUDA_ARCH_LIST out."""
+    if not isinstance(ptx, bool):
+        raise AnsibleFilterError("cuda_arch_list: ptx must be true or false, got %r" % (ptx,))
+    if not isinstance(arch_specific, bool):
+        raise AnsibleFilterError("cuda_arch_list: arch_specific must be true or false, got %r" % (arch_specific,))
+    try:
+        return arch_list(caps, ptx=ptx, arch_specific=arch_specific)
+    except ArchError as exc:
+        raise AnsibleFilterError("cuda_arch_list: %s" % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"cuda_arch_list": cuda_arch_list}

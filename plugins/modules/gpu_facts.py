@@ -1,0 +1,168 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Read the host's NVIDIA GPUs, driver and driver CUDA version with nvidia-smi
+version_added: "0.1.0"
+description:
+  - Runs C(nvidia-smi) and returns what it reports as facts. Never changes anything on the host.
+  - "Invocations: one C(--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total,pci.bus_id
+    --format=csv,noheader,nounits) for the whole GPU list, then one plain C(nvidia-smi) whose header
+    carries the C(CUDA Version) (no query field exposes it)."
+  - Drivers that reject the C(compute_cap) query field (seen on 470.x) get a second query without it;
+    the compute capability then comes from a product name table and
+    RV(ansible_facts.gpu_compute_cap_source) says C(name_table). C(nvidia-smi -q -x) is not used as a fallback, it has no compute capability element.
+  - When the first query fails (driver not loaded, no devices) nothing else runs and the reason is in
+    C(gpu_error).
+  - A host without C(nvidia-smi) is not an error, it reports C(gpu_count=0).
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  nvidia_smi_path:
+    description:
+      - Path of the C(nvidia-smi) to run.
+      - Default is C(nvidia-smi) found on C(PATH), C(/usr/bin), C(/usr/local/bin) or C(/usr/local/nvidia/bin).
+      - When set, the file must exist, otherwise the module fails.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to diff.
+  facts:
+    support: full
+    description: Returns ansible_facts.
+notes:
+  - The C(CUDA Version) of the driver is the newest CUDA the driver supports, not an installed toolkit;
+    see M(gpufleet.llm_stack.nvcc_facts) for toolkits.
+seealso:
+  - module: gpufleet.llm_stack.nvcc_facts
+  - module: gpufleet.llm_stack.stack_compat
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs of each host
+  gpufleet.llm_stack.gpu_facts:
+
+- name: Show compute capabilities
+  ansible.builtin.debug:
+    msg: "{{ inventory_hostname }}: {{ gpu_count }} GPU(s), caps {{ gpu_compute_caps }}, driver {{ gpu_driver_version }}"
+
+- name: Use an nvidia-smi outside PATH
+  gpufleet.llm_stack.gpu_facts:
+    nvidia_smi_path: /usr/local/nvidia/bin/nvidia-smi
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: GPU facts.
+  returned: always
+  type: dict
+  contains:
+    gpu_count:
+      description: Number of GPUs nvidia-smi lists (0 without nvidia-smi or when it fails).
+      type: int
+      sample: 1
+    gpu_devices:
+      description: One entry per GPU, sorted by index.
+      type: list
+      elements: dict
+      contains:
+        index:
+          description: nvidia-smi's GPU index.
+          type: int
+        name:
+          description: Product name.
+          type: str
+        uuid:
+          description: GPU UUID.
+          type: str
+        compute_cap:
+          description: Compute capability such as C(9.0); null when neither the driver nor the name table knows it.
+          type: str
+        memory_total_mib:
+          description: Total memory in MiB.
+          type: int
+        pci_bus_id:
+          description: PCI bus id.
+          type: str
+      sample:
+        - index: 0
+          name: NVIDIA H200
+          uuid: GPU-c2d869be-1bd4-aefd-e552-306f4e15e127
+          compute_cap: "9.0"
+          memory_total_mib: 143771
+          pci_bus_id: "00000000:00:06.0"
+    gpu_compute_caps:
+      description: Sorted, unique compute capabilities of the GPUs.
+      type: list
+      elements: str
+      sample: ["8.0", "8.9"]
+    gpu_driver_version:
+      description: Driver version, null without GPUs.
+      type: str
+      sample: "580.159.04"
+    gpu_driver_cuda_version:
+      description: Newest CUDA the driver supports (the C(CUDA Version) of the nvidia-smi header).
+      type: str
+      sample: "13.0"
+    gpu_error:
+      description: Null, or why nvidia-smi failed (for example the driver is not loaded).
+      type: str
+      sample: "nvidia-smi exited with 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.
+        Make sure that the latest NVIDIA driver is installed and running."
+    gpu_compute_cap_source:
+      description: C(query) when the driver reported the compute capabilities, C(name_table) when they came from the
+        product name table; null without GPUs.
+      type: str
+      sample: query
+    gpu_nvidia_smi_path:
+      description: The nvidia-smi that was run, null when there is none.
+      type: str
+      sample: /usr/bin/nvidia-smi
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvidia import read_gpus
+
+SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(nvidia_smi_path=dict(type="path")),
+        supports_check_mode=True,
+    )
+    explicit = module.params["nvidia_smi_path"]
+    if explicit:
+        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+            module.fail_json(msg="nvidia_smi_path=%s is not an executable file. Fix: point nvidia_smi_path at"
+                                 " nvidia-smi, or leave it unset to search PATH" % explicit)
+        smi = explicit
+    else:
+        smi = module.get_bin_path("nvidia-smi", opt_dirs=SEARCH_DIRS)
+
+    def run(args):
+        return module.run_command(args, environ_update={"LC_ALL": "C"})
+
+    facts, warnings = read_gpus(run, smi)
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts=facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Render docs/compat-matrix.md from plugins/module_utils/compat_matrix.py.
+
+    python3 tests/unit/compat_doc.py > docs/compat-matrix.md
+
+tests/unit/test_compat_doc.py fails when the committed doc differs from
+this rendering, so the matrix stays the one source.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib.util
+import os
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MATRIX_PATH = os.path.join(REPO, "plugins", "module_utils", "compat_matrix.py")
+DOC_PATH = os.path.join(REPO, "docs", "compat-matrix.md")
+
+
+def load_matrix():
+    spec = importlib.util.spec_from_file_location("compat_matrix_for_doc", MATRIX_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _key(version):
+    return tuple(int(part) if part.isdigit() else 0 for part in version.replace("post", "").split("."))
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for dummy in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def render(m=None):
+    m = m or load_matrix()
+    out = [
+        "# Stack compatibility matrix",
+        "",
+        "What `gpufleet.llm_stack.stack_compat` (and so the preflight role) checks, with the",
+        "source of every rule. Rendered from `plugins/module_utils/compat_matrix.py`, the one",
+        "place the rules live: edit that file, then run",
+        "`python3 tests/unit/compat_doc.py > docs/compat-matrix.md` (a unit test fails when",
+        "this page and the matrix differ).",
+        "",
+        "Errors make `ok` false; warnings do not. Versions the matrix does not know give a",
+        "warning, never an error. Each message names the variables involved (`llm_stack_*`",
+        "pins, `gpu_*` facts), the rule id, its source and the fix.",
+        "",
+        "## Rules",
+        "",
+    ]
+    out += _table(["rule", "severity", "what is checked", "source"],
+                  [("`%s`" % r["id"], r["severity"], r["text"], "[%s](#sources)" % r["source"]) for r in m.RULES])
+    out += ["", "## Sources", ""]
+    out += _table(["key", "where", "what it gives"],
+                  [("`%s`" % key, "`%s`" % value["url"] if "<" in value["url"] else value["url"], value["note"])
+                   for key, value in sorted(m.SOURCES.items())])
+
+    out += ["", "## Driver (rules `cuda-driver-minimum`, `torch-driver`)", "",
+            "Minimum Linux driver per CUDA major version, through minor version compatibility.", ""]
+    out += _table(["CUDA", "driver >="], [("%d.x" % major, driver) for major, driver in sorted(m.CUDA_DRIVER_MINIMUM.items())])
+
+    out += ["", "## Toolkit releases (rules `cuda-known`, `cuda-driver-release`, `torch-driver-release`)", "",
+            "The driver bundled with each toolkit release (its runfile name).", ""]
+    out += _table(["CUDA", "runfile", "bundled driver"],
+                  [(v, "cuda_%s_%s_linux.run" % (v, d), d) for v, d in sorted(m.CUDA_RELEASE_DRIVER.items(), key=lambda i: _key(i[0]))])
+
+    out += ["", "## GPU architectures (rules `arch-known`, `arch-first-cuda`, `arch-dropped`)", ""]
+    out += _table(["compute capability", "first CUDA"],
+                  sorted(m.ARCH_FIRST_CUDA.items(), key=lambda i: _key(i[0])))
+    out += [""]
+    out += _table(["from CUDA", "compute capabilities below this are dropped"],
+                  [(d["cuda"], d["min_arch"]) for d in m.ARCH_DROPPED])
+
+    out += ["", "## PyTorch (rules `torch-known`, `torch-cuda-build`, `torch-python`)", ""]
+    out += _table(["torch", "CUDA builds (index)", "Python", "Python source"],
+                  [(v, ", ".join("cu" + c.replace(".", "") for c in e["cuda"]), "%s - %s" % tuple(e["python"]),
+                    e.get("python_source", "torch-release-matrix"))
+                   for v, e in sorted(m.TORCH.items(), key=lambda i: _key(i[0]))])
+
+    out += ["", "## Archs in torch's wheels (rule `torch-build-archs`)", "",
+            "A cubin for X.y runs on X.z with z >= y; PTX for X.y runs on any newer GPU.", ""]
+    out += _table(["CUDA build", "cubins", "PTX"],
+                  [("cu" + c.replace(".", ""), ", ".join("sm_" + a.replace(".", "") for a in e["sass"]),
+                    ", ".join("compute_" + a.replace(".", "") for a in e["ptx"]) or "-")
+                   for c, e in sorted(m.TORCH_BUILD_ARCHS.items(), key=lambda i: _key(i[0]))])
+
+    out += ["", "## vLLM (rules `vllm-known`, `vllm-torch-pin`, `vllm-python`, `vllm-transformers`)", ""]
+    out += _table(["vLLM", "torch pin", "Python", "transformers", "transformers for Qwen3.5"],
+                  [(v, "`==%s`" % e["torch"], "`%s`" % e["python"], "`%s`" % e["transformers"],
+                    e["transformers_suggest"] or "none (caps transformers below 5)")
+                   for v, e in sorted(m.VLLM.items(), key=lambda i: _key(i[0]))])
+
+    out += ["", "## flash-attn (rules `flash-attn-known`, `flash-attn-arch`, `flash-attn-cuda`, `flash-attn-torch`)", "",
+            "Every FlashAttention-2 release needs compute capability >= %s. Floors per release:" % m.FLASH_ATTN_MIN_ARCH, ""]
+    out += _table(["flash-attn", "CUDA >=", "torch >=", "newest known"],
+                  [(v + ".x", e["min_cuda"], e["min_torch"], e["latest"]) for v, e in sorted(m.FLASH_ATTN.items())])
+
+    q = m.QWEN35
+    out += ["", "## Qwen3.5 (rules `qwen35-vllm`, `qwen35-transformers`, `qwen35-model-id`, `qwen35-model-variant`)", "",
+            "- vLLM >= %s, transformers >= %s." % (q["min_vllm"], q["min_transformers"]),
+            "- Sizes: %s." % ", ".join(q["sizes"]),
+            "- Repos: %s." % ", ".join("`%s`" % name for name in q["models"]),
+            ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())

@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""pytest setup for the collection's unit tests.
+
+Makes ``ansible_collections.gpufleet.llm_stack`` importable however the
+tests are started: from ansible-test (the checkout already sits in an
+``ansible_collections/gpufleet/llm_stack`` tree), with ``.collections`` on
+PYTHONPATH (``make unit``), or plain ``pytest tests/unit`` from a checkout
+(a temporary ``ansible_collections`` tree linking to the checkout).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import sys
+import tempfile
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
+
+
+def _importable():
+    try:
+        __import__("ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions")
+    except ImportError:
+        return False
+    return True
+
+
+def _ensure_collection_path():
+    if _importable():
+        return
+    parts = REPO.split(os.sep)
+    if len(parts) >= 4 and parts[-3] == "ansible_collections":
+        sys.path.insert(0, os.sep.join(parts[:-3]))
+    elif os.path.isdir(os.path.join(REPO, ".collections", "ansible_collections", "gpufleet", "llm_stack")):
+        sys.path.insert(0, os.path.join(REPO, ".collections"))
+    else:
+        tree = tempfile.mkdtemp(prefix="llm_stack_unit_")
+        os.makedirs(os.path.join(tree, "ansible_collections", "gpufleet"))
+        os.symlink(REPO, os.path.join(tree, "ansible_collections", "gpufleet", "llm_stack"))
+        sys.path.insert(0, tree)
+    for name in [n for n in sys.modules if n == "ansible_collections" or n.startswith("ansible_collections.")]:
+        del sys.modules[name]
+    if not _importable():
+        raise RuntimeError("cannot import ansible_collections.gpufleet.llm_stack from %s" % REPO)
+
+
+_ensure_collection_path()
+
+
+class ModuleExit(Exception):
+    """exit_json was called; .result holds its arguments."""
+
+    def __init__(self, result):
+        Exception.__init__(self, result)
+        self.result = result
+
+
+class ModuleFail(Exception):
+    """fail_json was called; .result holds its arguments."""
+
+    def __init__(self, result):
+        Exception.__init__(self, result)
+        self.result = result
+
+
+def _patched_args(args):
+    try:
+        from ansible.module_utils.testing import patch_module_args
+    except ImportError:  # ansible-core < 2.19
+        from unittest import mock
+
+        from ansible.module_utils import basic
+        from ansible.module_utils.common.text.converters import to_bytes
+
+        return mock.patch.object(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    return patch_module_args(args)
+
+
+@pytest.fixture
+def run_module(monkeypatch):
+    """run_module(main, args) -> (kind, result, warnings); kind is 'exit' or 'fail'."""
+    from ansible.module_utils.basic import AnsibleModule
+
+    def runner(main, args):
+        warnings = []
+
+        def exit_json(self, **kwargs):
+            raise ModuleExit(kwargs)
+
+        def fail_json(self, **kwargs):
+            raise ModuleFail(kwargs)
+
+        monkeypatch.setattr(AnsibleModule, "exit_json", exit_json)
+        monkeypatch.setattr(AnsibleModule, "fail_json", fail_json)
+        monkeypatch.setattr(AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
+        with _patched_args(args):
+            try:
+                main()
+            except ModuleExit as exc:
+                return "exit", exc.result, warnings
+            except ModuleFail as exc:
+                return "fail", exc.result, warnings
+        raise AssertionError("module returned without exit_json or fail_json")
+
+    return runner
+
+
+@pytest.fixture
+def fixtures_dir():
+    return FIXTURES
+
+
+@pytest.fixture
+def repo_dir():
+    return REPO
