@@ -1,0 +1,88 @@
+# gpufleet.llm_stack: build, lint and test entry points.
+#
+#   make test        everything CI runs (.ci/run calls exactly this)
+#   make site        run playbooks/site.yml on the bundled local test fleet
+#   make site-down   remove the test fleet's containers
+#
+# Each step is a script under tests/ci/ and can be run alone; `make test`
+# runs them in order and prints how long each took:
+#   venv engine images collection lint sanity unit build molecule
+# Subsets: make molecule SCENARIOS="preflight cuda_toolkit"
+#          make sanity SANITY_TESTS="pep8 pylint"
+#          make unit PYTEST_ARGS="-k nvidia"
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+# Steps depend on each other's side effects (venv, engine, images): never
+# run them in parallel, whatever -j says.
+.NOTPARALLEL:
+
+CI := tests/ci
+STEP := $(CI)/step.sh
+
+# Each make invocation starts its own timing table (build/ci/timings.tsv).
+ifeq ($(MAKELEVEL),0)
+$(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv)
+endif
+
+.PHONY: help test venv engine images collection lint changelog-lint sanity unit build \
+	molecule site site-down bench clean
+
+help:
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+
+test: venv engine images collection lint sanity unit build molecule
+	@$(CI)/summary.sh
+
+venv:
+	@$(STEP) venv $(CI)/venv.sh
+
+engine:
+	@$(STEP) engine $(CI)/engine.sh
+
+images: engine
+	@$(STEP) images $(CI)/images.sh
+
+collection:
+	@$(STEP) collection $(CI)/collection.sh
+
+changelog-lint: venv
+	@$(STEP) changelog $(CI)/changelog.sh
+
+lint: venv collection changelog-lint
+	@$(STEP) lint $(CI)/lint.sh
+
+sanity: venv
+	@$(STEP) sanity $(CI)/sanity.sh
+
+unit: venv collection
+	@$(STEP) unit $(CI)/unit.sh
+
+build: venv
+	@$(STEP) build $(CI)/build.sh
+
+molecule: venv engine images collection
+	@$(STEP) molecule $(CI)/molecule.sh
+
+# The quick start's main job on the bundled local test fleet (CPU-only
+# test hosts in containers, inventories/testfleet).
+site: venv engine images collection
+	@$(CI)/fleet.sh up
+	@source $(CI)/lib.sh && use_venv && \
+		ansible-playbook -i inventories/testfleet playbooks/site.yml
+
+site-down: venv
+	@$(CI)/fleet.sh down
+
+bench: venv
+	@if [[ -x tests/bench/run ]]; then \
+		source $(CI)/lib.sh && use_venv && tests/bench/run; \
+	elif [[ -f tests/bench/run ]]; then \
+		source $(CI)/lib.sh && use_venv && bash tests/bench/run; \
+	else \
+		echo "tests/bench/run is not present: nothing to run"; \
+	fi
+
+# Removes what the steps build inside the repo (not .venv, not the images).
+clean:
+	rm -rf build .cache
