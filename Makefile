@@ -69,6 +69,7 @@ molecule: venv engine images collection
 site: venv engine images collection
 	@$(CI)/fleet.sh up
 	@source $(CI)/lib.sh && use_venv && \
+		ansible-playbook tests/testfleet/prepare.yml && \
 		ansible-playbook -i inventories/testfleet playbooks/site.yml
 
 site-down: venv

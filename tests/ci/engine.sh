@@ -15,6 +15,8 @@ missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v makeself >/dev/null 2>&1 || missing+=(makeself)
+# The stand-in CUDA runfile (tests/runfile) unpacks NVIDIA's PyPI wheels.
+command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 # The docker CLI may come on its own (a static binary); docker.io brings one
 # otherwise.
 command -v docker >/dev/null 2>&1 || missing+=(docker.io)

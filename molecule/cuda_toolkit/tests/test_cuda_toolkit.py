@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""State of the cuda_toolkit test hosts after converge and side_effect.
+
+cuda_toolkit-air: runfile from the controller, /usr/local/cuda moved to 13.0,
+another toolkit directory (12.8) left alone, a toolkit installed by hand in
+/opt/old removed on request, a second 13.0 toolkit installed under
+/opt/cuda-side with the link left alone.
+cuda_toolkit-mirror: runfile from the local mirror, half-installed 13.0
+repaired, /usr/local/cuda kept where the user had it; a corrupted download,
+a failing installer and an old driver changed nothing.
+"""
+
+import json
+import os
+
+import pytest
+
+TOOLKIT = "/usr/local/cuda-13.0"
+RUNFILE = "cuda_13.0.2_580.95.05_linux.run"
+# Where prepare.yml builds the runfile on the controller (tests/runfile/build.sh).
+RUNFILE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".cache", "cuda-runfile")
+MARKER = "# Managed by Ansible (gpufleet.llm_stack.cuda_toolkit)"
+
+
+def only_on(host, group):
+    if group not in host.ansible.get_variables().get("group_names", []):
+        pytest.skip("case of the %s host" % group)
+
+
+def test_nvcc_reports_cuda_13_0(host):
+    out = host.check_output("%s/bin/nvcc --version" % TOOLKIT)
+    assert "Cuda compilation tools, release 13.0, V13.0.88" in out
+
+
+def test_version_json_is_13_0_2(host):
+    data = json.loads(host.file("%s/version.json" % TOOLKIT).content_string)
+    assert data["cuda"]["version"] == "13.0.2"
+    assert data["cuda_nvcc"]["version"] == "13.0.88"
+    assert data["cuda_cudart"]["version"] == "13.0.96"
+
+
+def test_linker_entry(host):
+    conf = host.file("/etc/ld.so.conf.d/cuda-13-0.conf")
+    assert conf.mode == 0o644
+    lines = conf.content_string.splitlines()
+    assert lines[0] == MARKER
+    assert lines[-1] == "%s/lib64" % TOOLKIT
+
+
+def test_linker_resolves_libcudart_13_to_the_toolkit(host):
+    entries = [line.strip() for line in host.check_output("ldconfig -p").splitlines()
+               if line.strip().startswith("libcudart.so.13 ")]
+    assert entries == ["libcudart.so.13 (libc6,x86-64) => %s/lib64/libcudart.so.13" % TOOLKIT]
+
+
+def test_login_shell_finds_the_toolkit_nvcc_first(host):
+    assert host.check_output("bash -lc 'command -v nvcc'") == "%s/bin/nvcc" % TOOLKIT
+    assert host.check_output("bash -lc 'echo $CUDA_HOME'") == TOOLKIT
+    path = host.check_output("bash -lc 'echo $PATH'").split(":")
+    assert path[0] == "%s/bin" % TOOLKIT
+    assert path.count("%s/bin" % TOOLKIT) == 1
+
+
+def test_install_logs(host):
+    ours = host.file("/var/log/llm-stack/cuda-toolkit-install.log")
+    assert ours.is_file
+    assert "Toolkit:  Installed in %s/" % TOOLKIT in ours.content_string
+    assert "Logfile is /var/log/cuda-installer.log" in ours.content_string
+    assert "[INFO]: Install CUDA Toolkit in: %s/" % TOOLKIT in host.file("/var/log/cuda-installer.log").content_string
+
+
+def test_nothing_left_behind(host):
+    assert not host.file("%s.previous" % TOOLKIT).exists
+    assert host.file("/var/tmp").mode == 0o1777
+    # The installer unpacks under --tmpdir and removes what it unpacked.
+    assert host.check_output("find /var/tmp -maxdepth 1 -name 'selfgz*'") == ""
+
+
+# air: runfile from the controller
+
+
+def test_air_runfile_removed_after_good_installs(host):
+    only_on(host, "air")
+    assert not host.file("/var/cache/cuda-toolkit/%s" % RUNFILE).exists
+
+
+def test_air_link_moved_to_the_new_toolkit(host):
+    only_on(host, "air")
+    link = host.file("/usr/local/cuda")
+    assert link.is_symlink
+    assert link.linked_to == TOOLKIT
+
+
+def test_air_other_toolkit_left_alone(host):
+    only_on(host, "air")
+    data = json.loads(host.file("/usr/local/cuda-12.8/version.json").content_string)
+    assert data["cuda"]["version"] == "12.8.1"
+    # Its own linker entry, not written by the role, is kept.
+    assert host.file("/etc/ld.so.conf.d/cuda-12-8.conf").content_string == "/usr/local/cuda-12.8/lib64\n"
+
+
+def test_air_toolkit_removed_on_request_by_its_uninstaller(host):
+    only_on(host, "air")
+    assert not host.file("/opt/old/cuda-13.0").exists
+    assert "Removed /opt/old/cuda-13.0" in host.file("/var/log/cuda-uninstaller.log").content_string
+
+
+def test_air_second_toolkit_side_by_side_link_left_alone(host):
+    only_on(host, "air")
+    out = host.check_output("/opt/cuda-side/cuda-13.0/bin/nvcc --version")
+    assert "release 13.0, V13.0.88" in out
+    # The installer pointed /usr/local/cuda at it; the role put the link back.
+    assert "Created symlink /usr/local/cuda -> /opt/cuda-side/cuda-13.0" in \
+        host.file("/var/log/cuda-installer.log").content_string
+    assert host.file("/usr/local/cuda").linked_to == TOOLKIT
+    # No linker entry or profile script for it (both turned off for that run).
+    assert host.check_output("grep -l cuda-side /etc/ld.so.conf.d/* /etc/profile.d/* || true") == ""
+
+
+# mirror: runfile from the local mirror
+
+
+def test_mirror_link_left_where_the_user_had_it(host):
+    only_on(host, "mirror")
+    link = host.file("/usr/local/cuda")
+    assert link.is_symlink
+    assert link.linked_to == "/opt/vendor/cuda"
+    # The installer did point it at the toolkit; the role put it back.
+    assert "Created symlink /usr/local/cuda -> %s" % TOOLKIT in host.file("/var/log/cuda-installer.log").content_string
+
+
+def test_mirror_half_installed_toolkit_reinstalled(host):
+    only_on(host, "mirror")
+    assert not host.file("%s/HALF-INSTALLED" % TOOLKIT).exists
+    assert host.file("%s/bin/cuda-uninstaller" % TOOLKIT).is_file
+
+
+def test_mirror_checksum_mismatch_installed_nothing(host):
+    only_on(host, "mirror")
+    assert not host.file("/opt/mismatch").exists
+    assert "/opt/mismatch" not in host.file("/var/log/cuda-installer.log").content_string
+
+
+def test_mirror_failed_install_put_the_previous_directory_back(host):
+    only_on(host, "mirror")
+    # The verified runfile is kept for the next try, and only that one.
+    with open(os.path.join(RUNFILE_DIR, RUNFILE + ".md5")) as handle:
+        md5 = handle.read().split()[0]
+    assert host.file("/var/cache/cuda-toolkit/%s" % RUNFILE).md5sum == md5
+    assert host.file("/opt/failing/cuda-13.0/HALF-INSTALLED").is_file
+    assert not host.file("/opt/failing/cuda-13.0/bin/nvcc").exists
+    assert not host.file("/opt/failing/cuda-13.0.previous").exists
+    assert "[ERROR]: Unknown option: --no-such-flag" in host.file("/var/log/cuda-installer.log").content_string
+
+
+def test_mirror_old_driver_changed_nothing(host):
+    only_on(host, "mirror")
+    assert not host.file("/opt/olddriver").exists

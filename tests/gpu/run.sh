@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Run the collection on a real GPU host against itself and keep what it did.
+# See tests/gpu/README.md. Usage:
+#
+#   tests/gpu/run.sh STEP [STEP...]
+#
+# Steps, in order (each can be run alone once `setup` has run):
+#   setup            install ansible-core (local wheels) and the collection tarball
+#   facts            gpu_facts, nvcc_facts, preflight; two stacks that must be refused
+#   toolkit          cuda_toolkit on the toolkit already there: check mode, then real
+#   torch            torch role against the existing venv: verification facts, no reinstall
+#   flash-attn-start flash_attn_build (a real CUDA compile) in the background
+#   arch-cost        one flash-attn translation unit for this host's arch vs. flash-attn's default list
+#   flash-attn-wait  wait for the background build (GPU_WAIT seconds at most)
+#   flash-attn-rerun flash_attn_build again: the cached wheel, nothing compiled
+#
+# Inputs (environment):
+#   GPU_OUT        where results go (default build/gpu)
+#   GPU_STATE      working directory on the host (default /var/tmp/gpufleet-validate)
+#   GPU_WHEELS     wheels of ansible-core and its dependencies for this host's Python
+#   GPU_WHEELHOUSE flash-attn sdist and its build tools (ninja, packaging, psutil, setuptools, wheel, einops)
+#   GPU_TARBALL    the collection tarball (ansible-galaxy collection build)
+#   GPU_WAIT       seconds flash-attn-wait waits at most (default 540)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${GPU_OUT:-$ROOT/build/gpu}
+STATE=${GPU_STATE:-/var/tmp/gpufleet-validate}
+WHEELS=${GPU_WHEELS:-$ROOT/.gpu/wheels}
+WHEELHOUSE=${GPU_WHEELHOUSE:-$ROOT/.gpu/wheelhouse}
+TARBALL=${GPU_TARBALL:-$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' 2>/dev/null | head -n 1)}
+WAIT=${GPU_WAIT:-540}
+COLL=$STATE/collections/ansible_collections/gpufleet/llm_stack
+mkdir -p "$OUT" "$STATE"
+
+export PYTHONPATH=$STATE/site${PYTHONPATH:+:$PYTHONPATH}
+export PATH=$STATE/site/bin:$PATH
+export ANSIBLE_COLLECTIONS_PATH=$STATE/collections
+export ANSIBLE_STDOUT_CALLBACK=default ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
+export ANSIBLE_NOCOLOR=1 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ANSIBLE_DEPRECATION_WARNINGS=0
+export ANSIBLE_LOCAL_TEMP=$STATE/tmp ANSIBLE_REMOTE_TEMP=$STATE/tmp
+
+say() { printf '\n=== %s\n' "$*"; }
+
+# ansible-playbook with the validation inventory; output kept in $OUT/NAME.log.
+play() {
+  local name=$1
+  shift
+  local rc=0
+  ansible-playbook -i "$ROOT/tests/gpu/inventory.yml" -i "$STATE/host.yml" "$@" >"$OUT/$name.log" 2>&1 || rc=$?
+  echo "$name: rc=$rc; $(grep -E '^gpu-validate +:' "$OUT/$name.log" | tr -s ' ' || true)"
+  return $rc
+}
+
+# The recap's changed count of the last play run into $OUT/NAME.log.
+changed() { grep -E '^gpu-validate +:' "$OUT/$1.log" | tail -n 1 | sed -E 's/.*changed=([0-9]+).*/\1/'; }
+
+step_setup() {
+  say "setup: ansible-core and the collection"
+  python3 -m pip install -q --no-index --no-deps --find-links "$WHEELS" --target "$STATE/site" "$WHEELS"/*.whl
+  ansible --version | head -n 2
+  [[ -n $TARBALL ]] || { echo "GPU_TARBALL: no collection tarball found" >&2; exit 1; }
+  ansible-galaxy collection install --offline --force -p "$STATE/collections" "$TARBALL" | tail -n 1
+  printf 'all:\n  vars:\n    flash_attn_build_wheelhouse: "%s"\n    llm_stack_controller_cache: "%s"\n' \
+    "$WHEELHOUSE" "$STATE/cache" >"$STATE/host.yml"
+  tee "$OUT/host.yml" <"$STATE/host.yml"
+  { uname -a; nproc; free -g; nvidia-smi; nvcc --version; python3 --version; } >"$OUT/host.txt" 2>&1 || true
+}
+
+step_facts() {
+  say "facts and preflight"
+  ansible -i "$ROOT/tests/gpu/inventory.yml" gpu-validate -m gpufleet.llm_stack.gpu_facts >"$OUT/gpu_facts.log" 2>&1
+  ansible -i "$ROOT/tests/gpu/inventory.yml" gpu-validate -m gpufleet.llm_stack.nvcc_facts >"$OUT/nvcc_facts.log" 2>&1
+  sed -n '1,40p' "$OUT/gpu_facts.log"
+  sed -n '1,30p' "$OUT/nvcc_facts.log"
+  play preflight "$COLL/playbooks/preflight.yml"
+  sed -n '/Show the preflight report/,/^$/p' "$OUT/preflight.log"
+  # Stacks that cannot work on this host must be refused, with the reason.
+  local rc=0
+  play refuse-cuda121 "$COLL/playbooks/preflight.yml" -e llm_stack_cuda_version=12.1.1 || rc=$?
+  [[ $rc -ne 0 ]] || { echo "CUDA 12.1 was not refused" >&2; exit 1; }
+  grep -E 'ERROR: ' "$OUT/refuse-cuda121.log" | head -n 20
+  rc=0
+  play refuse-torch231 "$COLL/playbooks/preflight.yml" -e llm_stack_torch_version=2.3.1 -e llm_stack_torch_cuda=cu121 || rc=$?
+  [[ $rc -ne 0 ]] || { echo "torch 2.3.1 was not refused" >&2; exit 1; }
+  grep -E 'ERROR: ' "$OUT/refuse-torch231.log" | head -n 20
+}
+
+step_toolkit() {
+  say "cuda_toolkit on the toolkit already installed"
+  play toolkit-check "$COLL/playbooks/cuda_toolkit.yml" --check --diff
+  play toolkit "$COLL/playbooks/cuda_toolkit.yml"
+  echo "changed: check mode $(changed toolkit-check), real $(changed toolkit)"
+  grep -E 'cuda-installer|Install CUDA' "$OUT/toolkit.log" | head -n 5 || true
+  sed -n '/Verify CUDA/,/^$/p' "$OUT/toolkit.log" | tail -n 20
+}
+
+step_torch() {
+  say "torch role against the existing venv"
+  play torch "$COLL/playbooks/torch.yml"
+  echo "changed: $(changed torch)"
+  grep -E 'cuda_available|capability|arch_list|torch_version|Would|pip' "$OUT/torch.log" | head -n 30 || true
+}
+
+step_flash_attn_start() {
+  say "flash_attn_build: real compile, in the background"
+  if [[ -f $STATE/fa.pid ]] && kill -0 "$(cat "$STATE/fa.pid")" 2>/dev/null; then
+    echo "already running"
+    return 0
+  fi
+  rm -f "$STATE/fa.rc" "$STATE/fa.mem"
+  # Memory in use, sampled every 5 s while the build runs (peak reported by flash-attn-wait).
+  setsid bash -c "while :; do free -m | awk '/^Mem:/ {print \$3}' >>'$STATE/fa.mem'; sleep 5; done" \
+    </dev/null >/dev/null 2>&1 &
+  echo $! >"$STATE/sampler.pid"
+  setsid bash -c "date +%s >'$STATE/fa.start'; \
+    ansible-playbook -i '$ROOT/tests/gpu/inventory.yml' -i '$STATE/host.yml' '$COLL/playbooks/flash_attn.yml' \
+      >'$STATE/flash-attn.log' 2>&1; echo \$? >'$STATE/fa.rc'; date +%s >'$STATE/fa.end'" \
+    </dev/null >/dev/null 2>&1 &
+  echo $! >"$STATE/fa.pid"
+  sleep 20
+  tail -n 15 "$STATE/flash-attn.log"
+}
+
+step_flash_attn_wait() {
+  say "flash_attn_build: waiting (at most ${WAIT}s)"
+  local waited=0
+  while [[ ! -f $STATE/fa.rc && $waited -lt $WAIT ]]; do
+    sleep 15
+    waited=$((waited + 15))
+  done
+  cp "$STATE/flash-attn.log" "$OUT/flash-attn.log" 2>/dev/null || true
+  local objs
+  objs=$(find /opt/llm-stack/build "$STATE" -name '*.o' -newer "$STATE/fa.start" 2>/dev/null | wc -l)
+  echo "objects compiled so far: $objs of 73"
+  if [[ ! -f $STATE/fa.rc ]]; then
+    echo "still running after $(($(date +%s) - $(cat "$STATE/fa.start")))s"
+    tail -n 5 "$STATE/flash-attn.log"
+    return 0
+  fi
+  kill "$(cat "$STATE/sampler.pid")" 2>/dev/null || true
+  echo "build rc=$(cat "$STATE/fa.rc"), wall $(($(cat "$STATE/fa.end") - $(cat "$STATE/fa.start")))s," \
+    "peak memory in use $(sort -n "$STATE/fa.mem" | tail -n 1) MiB (baseline $(head -n 1 "$STATE/fa.mem") MiB)"
+  find "$STATE/cache" -name '*.whl' -exec ls -l {} \; | tee "$OUT/wheel.txt"
+  grep -E 'MAX_JOBS|NVCC_THREADS|FLASH_ATTN_CUDA_ARCHS|max abs|sm_90|cuobjdump|flash_attn ' "$STATE/flash-attn.log" | head -n 30 || true
+  grep -E '^gpu-validate +:' "$STATE/flash-attn.log" || true
+}
+
+step_flash_attn_rerun() {
+  say "flash_attn_build again: from the cache"
+  play flash-attn-rerun "$COLL/playbooks/flash_attn.yml"
+  echo "changed: $(changed flash-attn-rerun)"
+}
+
+# One translation unit of flash-attn compiled with the flags its setup.py
+# uses, for sm_90 alone and for flash-attn's default list (80;90;100;120),
+# side by side: CPU time, wall time and peak RSS of each.
+step_arch_cost() {
+  say "arch-cost: one translation unit, this host's arch vs. the default list"
+  local src=$STATE/fa-src
+  if [[ ! -d $src ]]; then
+    mkdir -p "$src"
+    tar -xzf "$WHEELHOUSE"/flash_attn-*.tar.gz -C "$src" --strip-components=1
+  fi
+  local tu=${GPU_ARCH_COST_TU:-csrc/flash_attn/src/flash_fwd_split_hdim64_bf16_sm80.cu}
+  local incs
+  incs=$(python3 -c 'from torch.utils.cpp_extension import include_paths; print(" ".join("-I" + p for p in include_paths()))')
+  local flags=(-O3 -std=c++17 -U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__
+    -U__CUDA_NO_HALF2_OPERATORS__ -U__CUDA_NO_BFLOAT16_CONVERSIONS__ --expt-relaxed-constexpr
+    --expt-extended-lambda --use_fast_math -Xcompiler -fPIC -DTORCH_EXTENSION_NAME=flash_attn_2_cuda
+    -I"$src/csrc/flash_attn" -I"$src/csrc/flash_attn/src" -I"$src/csrc/cutlass/include")
+  local one=("-gencode=arch=compute_90,code=sm_90")
+  local all=("-gencode=arch=compute_80,code=sm_80" "-gencode=arch=compute_90,code=sm_90"
+    "-gencode=arch=compute_100,code=sm_100" "-gencode=arch=compute_120,code=sm_120")
+  cd "$src"
+  # shellcheck disable=SC2086
+  python3 "$ROOT/tests/gpu/measure.py" "sm_90 only" -- nvcc "${flags[@]}" $incs "${one[@]}" --threads 1 \
+    -c "$tu" -o "$STATE/tu-one.o" >"$OUT/arch-one.json" 2>"$OUT/arch-one.err" &
+  # shellcheck disable=SC2086
+  python3 "$ROOT/tests/gpu/measure.py" "80;90;100;120" -- nvcc "${flags[@]}" $incs "${all[@]}" --threads 4 \
+    -c "$tu" -o "$STATE/tu-all.o" >"$OUT/arch-all.json" 2>"$OUT/arch-all.err" &
+  wait
+  cd - >/dev/null
+  echo "$tu"
+  cat "$OUT/arch-one.json" "$OUT/arch-all.json"
+  stat -c "%n %s bytes" "$STATE/tu-one.o" "$STATE/tu-all.o" | tee "$OUT/arch-objects.txt"
+  python3 - "$OUT/arch-one.json" "$OUT/arch-all.json" <<'EOF'
+import json, sys
+one, full = (json.load(open(p)) for p in sys.argv[1:3])
+print("CPU time ratio (default list / sm_90 only): %.2f" % (full["cpu_s"] / one["cpu_s"]))
+EOF
+}
+
+[[ $# -gt 0 ]] || { sed -n '2,25p' "$0"; exit 2; }
+for step in "$@"; do
+  "step_${step//-/_}"
+done
