@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ask a Hugging Face hub (or a mirror of it) what a model repository holds at a revision.
 
 Pure functions around one injected ``fetch(url, headers, method="GET")``

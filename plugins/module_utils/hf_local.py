@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Check, repair and record a model directory against the hub's file list.
 
 The expected files come from hf_hub.model_info(): dicts with ``path``,

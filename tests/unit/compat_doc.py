@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Render docs/compat-matrix.md from plugins/module_utils/compat_matrix.py.
 
     python3 tests/unit/compat_doc.py > docs/compat-matrix.md

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """State of the cuda_toolkit test hosts after converge and side_effect.
 
 cuda_toolkit-air: runfile from the controller, /usr/local/cuda moved to 13.0,

@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+"""torch_probe on captured probe output (tests/fixtures/torch_probe), and the
+flash-attn check script the flash_attn_build role ships."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe as tp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
+FIX = os.path.join(REPO, "tests", "fixtures", "torch_probe")
+CHECK_SCRIPT = os.path.join(REPO, "roles", "flash_attn_build", "files", "flash_attn_check.py")
+H200_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+
+
+def fixture(name):
+    with open(os.path.join(FIX, name)) as f:
+        return f.read()
+
+
+def probe(name):
+    return tp.parse_probe_output(fixture(name))
+
+
+def names(problems):
+    return [p["name"] for p in problems]
+
+
+# --- parsing ------------------------------------------------------------------
+
+def test_parse_h200_probe():
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    t = info["torch"]
+    assert (t["version"], t["cuda"], t["cuda_available"], t["cxx11_abi"]) == ("2.11.0+cu130", "13.0", True, True)
+    assert t["arch_list"] == H200_ARCHS
+    assert t["devices"] == [{"capability": "9.0", "index": 0, "memory_total_mib": 143155, "name": "NVIDIA H200"}]
+    assert info["python"]["abi_tag"] == "cp312"
+    assert info["libcuda"] == {"error": None, "loaded": True, "path": "/usr/local/nvidia/lib64/libcuda.so.580.159.04"}
+    # the PyPI wheel's metadata has no local label; torch.__version__ has it
+    assert info["distributions"]["torch"]["version"] == "2.11.0"
+    assert info["distributions"]["flash-attn"] is None
+
+
+def test_parse_probe_without_import_reads_version_py():
+    t = probe("probe-h200-noimport.txt")["torch"]
+    assert (t["version"], t["cuda"], t["imported"]) == ("2.11.0+cu130", "13.0", False)
+    assert "cxx11_abi" not in t
+
+
+def test_parse_cpu_test_host_probe():
+    info = probe("probe-debian12-torch2.13.0-cpu.txt")
+    assert info["torch"]["version"] == "2.13.0+cpu" and info["torch"]["cuda"] is None
+    assert info["libcuda"]["loaded"] is False and "libcuda.so.1" in info["libcuda"]["error"]
+    fa = info["distributions"]["flash-attn"]
+    assert fa["version"] == "2.8.3" and fa["file_problems"] == []
+    assert fa["direct_url"]["url"].startswith("file:///")
+
+
+def test_parse_interpreter():
+    assert tp.parse_probe_output(fixture("interpreter-debian12-python3.11.txt")) == {
+        "version": "3.11.2", "executable": "/usr/bin/python3", "venv": True, "ensurepip": True}
+
+
+@pytest.mark.parametrize("text", ["", "Traceback (most recent call last):\n  boom\n", "TORCH_PROBE_JSONX {}"])
+def test_parse_without_result_raises(text):
+    with pytest.raises(tp.ProbeError):
+        tp.parse_probe_output(text)
+
+
+# --- requirements ---------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,expected", [
+    ("torch==2.10.0+cu128", ("torch", "2.10.0+cu128")),
+    ("Flash_Attn", ("flash-attn", None)),
+    ("torchvision == 0.25.0", ("torchvision", "0.25.0")),
+])
+def test_parse_requirement(spec, expected):
+    assert tp.parse_requirement(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["torch>=2.10", "torch==", "git+https://x", "", "torch[opt]==1"])
+def test_parse_requirement_rejects_what_cannot_be_checked(spec):
+    with pytest.raises(ValueError):
+        tp.parse_requirement(spec)
+
+
+@pytest.mark.parametrize("installed,wanted,ok", [
+    ("2.10.0+cu128", "2.10.0", True),
+    ("2.10.0+cu128", "2.10.0+cu128", True),
+    ("2.10.0+cu126", "2.10.0+cu128", False),
+    ("2.10.0", "2.10.0+cu128", False),
+    ("2.10.1", "2.10.0", False),
+    (None, "2.10.0", False),
+    ("0.8.2", None, True),
+    (None, None, False),
+])
+def test_version_satisfies(installed, wanted, ok):
+    assert tp.version_satisfies(installed, wanted) is ok
+
+
+def test_unmet_requirements_on_cpu_probe():
+    dists = probe("probe-debian12-torch2.13.0-cpu.txt")["distributions"]
+    assert tp.unmet_requirements(["einops", "ninja==1.13.2", "flash_attn==2.8.3"], dists) == []
+    assert tp.unmet_requirements(["einops==0.7.0", "psutil", "ninja"], dists) == ["einops==0.7.0", "psutil"]
+
+
+# --- CUDA builds and archs -------------------------------------------------------
+
+@pytest.mark.parametrize("cuda,tag", [("13.0", "cu130"), ("12.8", "cu128"), (None, "cpu"), ("11.8", "cu118")])
+def test_cuda_build_tag(cuda, tag):
+    assert tp.cuda_build_tag(cuda) == tag
+
+
+@pytest.mark.parametrize("tag,cuda", [("cu130", "13.0"), ("cu128", "12.8"), ("cu118", "11.8"), ("cpu", None), ("", None)])
+def test_cuda_of_build_tag(tag, cuda):
+    assert tp.cuda_of_build_tag(tag) == cuda
+
+
+@pytest.mark.parametrize("cap,ok", [
+    ("9.0", True), ("8.0", True), ("8.9", True),  # L40S runs sm_86 code
+    ("10.3", True), ("12.1", True), ("7.5", True),
+    ("7.0", False),  # V100: sm_75 code does not run on 7.0
+    ("11.0", False), ("junk", False),
+])
+def test_arch_covered_by_h200_torch(cap, ok):
+    assert tp.arch_covered(cap, H200_ARCHS) is ok
+
+
+def test_ptx_covers_newer_devices():
+    assert tp.arch_covered("9.0", ["sm_80", "compute_80"])
+    assert not tp.arch_covered("7.5", ["compute_80"])
+    assert tp.arch_covered("9.0", ["sm_90a"])
+
+
+# --- diagnosis --------------------------------------------------------------------
+
+H200 = dict(expect_version="2.11.0", expect_local="cu130", gpu_count=1, driver_cuda_version="13.0", compute_caps=["9.0"])
+
+
+def h200(**changes):
+    """The H200 host's expectations, with some changed."""
+    kw = dict(H200)
+    kw.update(changes)
+    return kw
+
+
+def test_h200_passes():
+    problems, notes, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **H200)
+    assert (problems, notes, gpu_checks) == ([], [], "passed")
+
+
+def test_wrong_cuda_build():
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(expect_local="cu128"))
+    assert names(problems) == ["cuda_build_mismatch"]
+    assert "CUDA 13.0" in problems[0]["msg"] and "cu128" in problems[0]["msg"]
+
+
+def test_wrong_version():
+    problems, dummy, dummy2 = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(expect_version="2.10.0"))
+    assert names(problems) == ["torch_version_mismatch"]
+    assert "pip install torch==2.10.0+cu130" in problems[0]["msg"]
+
+
+def test_cuda_build_newer_than_driver():
+    # the same torch on a driver that supports CUDA 12.8 at most
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(driver_cuda_version="12.8"))
+    assert names(problems) == ["cuda_build_newer_than_driver"]
+    assert "cu128 or older" in problems[0]["msg"] and gpu_checks == "failed"
+
+
+def test_libcuda_unresolvable():
+    # hand-edited from the H200 capture: what a host without the driver's libcuda reports
+    info = probe("probe-h200-cuda-visible-devices-empty.txt")
+    info["libcuda"] = {"loaded": False, "path": None,
+                       "error": "libcuda.so.1: cannot open shared object file: No such file or directory"}
+    problems, dummy, gpu_checks = tp.diagnose(info, **H200)
+    assert names(problems) == ["libcuda_unresolvable"]
+    assert "ldconfig" in problems[0]["msg"] and "cannot open shared object file" in problems[0]["msg"]
+
+
+def test_cuda_unavailable_with_libcuda_present():
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-h200-cuda-visible-devices-empty.txt"), **H200)
+    assert names(problems) == ["cuda_unavailable"] and "CUDA_VISIBLE_DEVICES" in problems[0]["msg"]
+
+
+def test_cpu_build_on_gpu_host():
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-debian12-torch2.13.0-cpu.txt"),
+                                              expect_version="2.13.0", expect_local="cu130", gpu_count=1)
+    assert names(problems) == ["cpu_only_build"] and gpu_checks == "failed"
+    assert "--index-url" in problems[0]["msg"]
+
+
+def test_cpu_build_on_gpu_host_even_with_the_test_switch():
+    problems, dummy, dummy2 = tp.diagnose(probe("probe-debian12-torch2.13.0-cpu.txt"), expect_version="2.13.0",
+                                          expect_local="cu130", gpu_count=1, cpu_only_test_host=True)
+    assert names(problems) == ["cpu_only_build"]
+
+
+def test_cpu_build_on_build_host_without_gpu():
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-debian12-torch2.13.0-cpu.txt"),
+                                              expect_version="2.13.0", expect_local="cu130", gpu_count=0)
+    assert names(problems) == ["cpu_only_build"]
+    assert gpu_checks == "skipped: no GPU on this host (a build host)"
+
+
+def test_cpu_build_accepted_on_cpu_only_test_host():
+    problems, notes, gpu_checks = tp.diagnose(probe("probe-debian12-torch2.13.0-cpu.txt"), expect_version="2.13.0",
+                                              expect_local="cpu", gpu_count=0, cpu_only_test_host=True)
+    assert problems == []
+    assert len(notes) == 1 and "llm_stack_cpu_only_test_host" in notes[0]
+    assert gpu_checks == "skipped: CPU-only test host (llm_stack_cpu_only_test_host)"
+
+
+def test_gpu_not_covered_by_torch_arch_list():
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    info["torch"]["devices"][0]["capability"] = "7.0"  # hand-edited: a V100 under a CUDA 13 torch
+    problems, dummy, gpu_checks = tp.diagnose(info, **h200(compute_caps=["7.0"]))
+    assert names(problems) == ["arch_not_in_build"] and "no kernel image" in problems[0]["msg"]
+
+
+def test_fewer_devices_than_gpus_is_a_note():
+    problems, notes, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(gpu_count=2))
+    assert problems == [] and gpu_checks == "passed" and "1 of the host's 2 GPUs" in notes[0]
+
+
+def test_torch_missing_and_broken():
+    info = probe("probe-debian12-torch2.13.0-cpu.txt")
+    missing = dict(info, torch=None)
+    assert names(tp.diagnose(missing, expect_version="2.13.0")[0]) == ["torch_missing"]
+    broken = copy.deepcopy(info)
+    broken["torch"]["error"] = "import torch: ImportError: libtorch_cpu.so: cannot open shared object file"
+    problems, dummy, gpu_checks = tp.diagnose(broken, expect_version="2.13.0", expect_local="cpu")
+    assert names(problems) == ["torch_import_failed"] and gpu_checks == "failed"
+
+
+# --- flash_attn_check.py (roles/flash_attn_build/files) -----------------------------
+
+def load_check_script():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("flash_attn_check", CHECK_SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_elf_archs_of_real_cuobjdump_output():
+    check = load_check_script()
+    assert check.elf_archs(fixture("cuobjdump-list-elf-libtorch_cuda_linalg.txt")) == [80, 86, 90, 100, 120]
+    assert check.elf_archs(fixture("cuobjdump-list-elf-no-device-code.txt")) == []
+
+
+def run_check(args, pythonpath=None):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    proc = subprocess.run([sys.executable, CHECK_SCRIPT] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, env=env, check=False)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("FLASH_ATTN_CHECK ")]
+    assert len(line) == 1, (proc.stdout, proc.stderr)
+    return proc.returncode, json.loads(line[0][len("FLASH_ATTN_CHECK "):])
+
+
+@pytest.fixture
+def python_only_flash_attn(tmp_path):
+    """A site dir laid out like a flash-attn wheel built with FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE:
+    the package's __init__ imports the CUDA extension first thing, as the real one does."""
+    pkg = tmp_path / "flash_attn"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('__version__ = "2.8.3"\n\nimport flash_attn_2_cuda as flash_attn_gpu  # noqa\n')
+    dist = tmp_path / "flash_attn-2.8.3.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flash_attn\nVersion: 2.8.3\n")
+    return str(tmp_path)
+
+
+def test_check_script_without_flash_attn():
+    rc, res = run_check(["--archs", "90"])
+    assert rc == 1 and not res["ok"] and "not installed" in res["problems"][0]
+
+
+def test_check_script_python_only_build_on_cpu_only_test_host(python_only_flash_attn):
+    rc, res = run_check(["--archs", "80", "--expect-version", "2.8.3", "--cpu-only-test-host"], python_only_flash_attn)
+    assert rc == 0 and res["ok"] and res["version"] == "2.8.3"
+    assert "FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE" in res["skipped"][0]
+
+
+def test_check_script_python_only_build_fails_on_a_real_host(python_only_flash_attn):
+    rc, res = run_check(["--archs", "80", "--gpus", "1"], python_only_flash_attn)
+    assert rc == 1 and "flash_attn_2_cuda" in res["problems"][0]
+
+
+def test_check_script_version_mismatch(python_only_flash_attn):
+    rc, res = run_check(["--expect-version", "2.8.4", "--cpu-only-test-host"], python_only_flash_attn)
+    assert rc == 1 and "2.8.4 was expected" in res["problems"][0]
