@@ -88,7 +88,24 @@ if spec is not None and spec.origin:
         t["version"] = None
         t["cuda"] = None
         t["error"] = "version.py: %s: %s" % (type(e).__name__, e)
-    if args.get("import_torch"):
+    # What identifies this install: a reinstall rewrites these files.
+    sig = {"python": out["python"]["version"]}
+    for name in ["version.py"] + sorted(x for x in os.listdir(tdir) if x.startswith("_C.") and x.endswith(".so")):
+        st = os.stat(os.path.join(tdir, name))
+        sig[name] = [st.st_size, st.st_mtime_ns]
+    t["signature"] = sig
+    if args.get("record") and not args.get("import_torch") and "error" not in t:
+        try:
+            with open(args["record"]) as f:
+                rec = json.load(f)
+        except (OSError, ValueError):
+            rec = {}
+        if rec.get("signature") == sig and rec.get("version") == t["version"]:
+            t["cxx11_abi"] = rec.get("cxx11_abi")
+            t["arch_list"] = rec.get("arch_list")
+            t["from_record"] = args["record"]
+    # Without a matching record, a record was asked for: import after all.
+    if args.get("import_torch") or (args.get("record") and "from_record" not in t):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -34,9 +34,11 @@ options:
     required: true
   python:
     description:
-      - Interpreter the venv is (to be) created from (name on C(PATH) or path).
-        When given, its version and whether it has the C(venv) and
-        C(ensurepip) modules are reported under C(interpreter).
+      - Interpreter the venv is to be created from (name on C(PATH) or path).
+        When given and the venv does not exist yet, its version and whether
+        it has the C(venv) and C(ensurepip) modules are reported under
+        C(interpreter); null once the venv exists, whose own Python is then
+        reported under C(python).
     type: str
   import_torch:
     description:
@@ -45,6 +47,14 @@ options:
         fast and needs no driver.
     type: bool
     default: true
+  record:
+    description:
+      - A file where an earlier full reading of this torch was recorded (the torch role writes
+        C(<venv>/.llm_stack/torch.json)). With I(import_torch=false), the C++11 ABI and the arch list are
+        taken from it when it describes the torch installed now (same version, same sizes and times of
+        C(version.py) and C(_C*.so), same Python); C(torch.from_record) then names the file. When it does
+        not (or is missing), torch is imported after all.
+    type: path
   distributions:
     description: Distribution names whose installed version (and C(direct_url.json)) to report.
     type: list
@@ -181,7 +191,9 @@ ansible_facts:
           description: Whether the venv has a C(bin/python).
           type: bool
         interpreter:
-          description: The I(python) interpreter (C(version), C(executable), C(venv), C(ensurepip), C(found)); null without I(python).
+          description:
+            - The I(python) interpreter (C(version), C(executable), C(venv), C(ensurepip), C(found)); null without
+              I(python) or when the venv exists.
           type: dict
         python:
           description: The venv's Python (C(version), C(abi_tag) such as C(cp312), C(executable), C(prefix)); null without venv.
@@ -192,6 +204,8 @@ ansible_facts:
               C(cuda_build) (C(cu128) or C(cpu)), C(path), C(imported), and after an import C(cxx11_abi),
               C(cuda_available), C(cuda_warnings), C(devices) (list of C(index), C(name), C(capability),
               C(memory_total_mib)), C(arch_list); C(error) when it does not load.
+            - C(signature) identifies the install (sizes and times of C(version.py) and C(_C*.so), Python version);
+              C(from_record) names the I(record) the C++11 ABI and arch list came from, without an import.
           type: dict
           sample:
             version: 2.11.0+cu130
@@ -232,6 +246,7 @@ def main():
             venv=dict(type="path", required=True),
             python=dict(type="str"),
             import_torch=dict(type="bool", default=True),
+            record=dict(type="path"),
             distributions=dict(type="list", elements="str", default=[]),
             requirements=dict(type="list", elements="str", default=[]),
             verify_files=dict(type="bool", default=False),
@@ -255,7 +270,8 @@ def main():
     info = {"venv": p["venv"], "venv_exists": False, "interpreter": None, "python": None,
             "torch": None, "distributions": {}, "libcuda": None}
 
-    if p["python"]:
+    venv_python = os.path.join(p["venv"], "bin", "python")
+    if p["python"] and not os.access(venv_python, os.X_OK):
         exe = p["python"] if os.path.sep in p["python"] else module.get_bin_path(p["python"])
         if not exe:
             info["interpreter"] = {"found": False, "name": p["python"]}
@@ -265,14 +281,14 @@ def main():
             except torch_probe.ProbeError as e:
                 info["interpreter"] = {"found": False, "name": p["python"], "error": str(e)}
 
-    venv_python = os.path.join(p["venv"], "bin", "python")
     unmet = list(p["requirements"])
     if os.access(venv_python, os.X_OK):
         info["venv_exists"] = True
         names = list(dict.fromkeys(list(p["distributions"]) + req_names))
         try:
             probed = run_probe(module, venv_python, torch_probe.PROBE_SCRIPT,
-                               {"import_torch": p["import_torch"], "distributions": names, "verify_files": p["verify_files"]})
+                               {"import_torch": p["import_torch"], "distributions": names, "verify_files": p["verify_files"],
+                                "record": p["record"]})
         except (torch_probe.ProbeError, ValueError) as e:
             module.fail_json(msg="Cannot probe the venv %s: %s. Fix: recreate the venv (remove it and run the torch role)."
                              % (p["venv"], e), info=info)

@@ -302,3 +302,60 @@ def test_check_script_python_only_build_fails_on_a_real_host(python_only_flash_a
 def test_check_script_version_mismatch(python_only_flash_attn):
     rc, res = run_check(["--expect-version", "2.8.4", "--cpu-only-test-host"], python_only_flash_attn)
     assert rc == 1 and "2.8.4 was expected" in res["problems"][0]
+
+
+# --- PROBE_SCRIPT itself, on a torch tree laid out like a wheel's ------------------
+
+@pytest.fixture
+def torch_tree(tmp_path):
+    """site dir with torch/version.py and torch/_C*.so; importing this torch raises, so a test sees whether
+    the probe imported it."""
+    pkg = tmp_path / "site" / "torch"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('raise ImportError("probe imported torch")\n')
+    (pkg / "version.py").write_text("__version__ = '2.13.0+cpu'\ncuda = None\n")
+    (pkg / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0" * 64)
+    return tmp_path
+
+
+def run_probe(tree, **args):
+    env = dict(os.environ, PYTHONPATH=str(tree / "site"))
+    proc = subprocess.run([sys.executable, "-c", tp.PROBE_SCRIPT, json.dumps(args)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, env=env, check=True)
+    return tp.parse_probe_output(proc.stdout)["torch"]
+
+
+def test_probe_reads_version_py_without_import(torch_tree):
+    t = run_probe(torch_tree, import_torch=False)
+    assert (t["version"], t["cuda"], t["imported"]) == ("2.13.0+cpu", None, False)
+    assert "error" not in t and "cxx11_abi" not in t
+    assert sorted(t["signature"]) == ["_C.cpython-311-x86_64-linux-gnu.so", "python", "version.py"]
+    assert t["signature"]["_C.cpython-311-x86_64-linux-gnu.so"][0] == 64
+
+
+def test_probe_takes_a_matching_record_instead_of_importing(torch_tree):
+    sig = run_probe(torch_tree, import_torch=False)["signature"]
+    record = torch_tree / "torch.json"
+    record.write_text(json.dumps({"version": "2.13.0+cpu", "signature": sig, "cxx11_abi": True, "arch_list": []}))
+    t = run_probe(torch_tree, import_torch=False, record=str(record))
+    assert t["from_record"] == str(record) and t["cxx11_abi"] is True and t["arch_list"] == []
+    assert "error" not in t and t["imported"] is False
+
+
+def test_probe_imports_when_the_record_is_stale_or_missing(torch_tree):
+    sig = run_probe(torch_tree, import_torch=False)["signature"]
+    record = torch_tree / "torch.json"
+    record.write_text(json.dumps({"version": "2.13.0+cpu", "signature": sig, "cxx11_abi": True, "arch_list": []}))
+    # a reinstall rewrites the extension
+    (torch_tree / "site" / "torch" / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\0" * 65)
+    t = run_probe(torch_tree, import_torch=False, record=str(record))
+    assert "from_record" not in t and "probe imported torch" in t["error"]
+    t = run_probe(torch_tree, import_torch=False, record=str(torch_tree / "missing.json"))
+    assert "probe imported torch" in t["error"]
+
+
+def test_probe_reports_a_torch_that_does_not_import(torch_tree):
+    t = run_probe(torch_tree, import_torch=True, distributions=["torch"])
+    assert t["imported"] is False and t["error"] == "import torch: ImportError: probe imported torch"
+    problems, dummy, gpu_checks = tp.diagnose({"torch": t}, expect_version="2.13.0", expect_local="cpu")
+    assert names(problems) == ["torch_import_failed"]

@@ -57,7 +57,8 @@ def test_h200_venv(run_module, venv):
     # the probe ran isolated, importing torch, asked for the requirements' distributions
     (argv,) = venv.calls()
     assert argv[0:2] == ["-I", "-c"] and "TORCH_PROBE_JSON" in argv[2]
-    assert json.loads(argv[3]) == {"import_torch": True, "distributions": ["einops", "ninja"], "verify_files": False}
+    assert json.loads(argv[3]) == {"import_torch": True, "distributions": ["einops", "ninja"], "verify_files": False,
+                                   "record": None}
 
 
 def test_unmet_requirements(run_module, venv):
@@ -116,3 +117,13 @@ def test_interpreter_not_on_path(run_module, tmp_path, monkeypatch):
 def test_probe_without_result_fails(run_module, venv):
     kind, result, dummy = run_module(torch_info.main, {"venv": venv(None)})
     assert kind == "fail" and "Cannot probe the venv" in result["msg"] and "recreate the venv" in result["msg"]
+
+
+def test_interpreter_not_read_once_the_venv_exists(run_module, venv):
+    path = venv("probe-debian12-torch2.13.0-cpu.txt")
+    interp = str(venv.tmp / "py" / "bin" / "python3.11")
+    replay(interp, "interpreter-debian12-python3.11.txt", venv.log + ".interp")
+    kind, result, dummy = run_module(torch_info.main, {"venv": path, "python": interp, "import_torch": False})
+    assert kind == "exit" and result["info"]["interpreter"] is None
+    assert result["info"]["python"]["version"] == "3.11.2"
+    assert not os.path.exists(venv.log + ".interp") and len(venv.calls()) == 1
