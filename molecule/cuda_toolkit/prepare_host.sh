@@ -1,6 +1,6 @@
 #!/bin/sh
 # TEST-ONLY. The state a cuda_toolkit test host starts from (prepare.yml).
-# Usage: prepare_host.sh air RUNFILE | prepare_host.sh mirror
+# Usage: prepare_host.sh air RUNFILE | prepare_host.sh mirror | prepare_host.sh pkg RUNFILE
 set -eu
 
 version_json() {
@@ -36,8 +36,21 @@ mirror)
     # The replayed nvidia-smi plays an H200 (driver 580.159.04).
     echo h200 >/etc/nvidia-smi-fake/class
     ;;
+pkg)
+    # CUDA 13.0 as NVIDIA's Ubuntu packages leave it: no version.json and
+    # no uninstaller; /usr/local/cuda through /etc/alternatives; the
+    # libraries listed by the packages' own linker entry (988_cuda-13.conf)
+    # through the link; nvcc not on PATH. A stamp dates the starting state.
+    sh "$2" --silent --toolkit --toolkitpath=/usr/local/cuda-13.0 --override >/dev/null
+    rm -f "$2" /usr/local/cuda-13.0/version.json /usr/local/cuda-13.0/bin/cuda-uninstaller /usr/local/cuda
+    ln -sfn /usr/local/cuda-13.0 /etc/alternatives/cuda
+    ln -sfn /etc/alternatives/cuda /usr/local/cuda
+    echo /usr/local/cuda/targets/x86_64-linux/lib >/etc/ld.so.conf.d/988_cuda-13.conf
+    ldconfig
+    touch /root/pkg-start.stamp
+    ;;
 *)
-    echo "usage: $0 air RUNFILE | $0 mirror" >&2
+    echo "usage: $0 air RUNFILE | $0 mirror | $0 pkg RUNFILE" >&2
     exit 2
     ;;
 esac

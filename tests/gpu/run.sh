@@ -21,6 +21,8 @@
 #   GPU_WHEELHOUSE flash-attn sdist and its build tools (ninja, packaging, psutil, setuptools, wheel, einops)
 #   GPU_TARBALL    the collection tarball (ansible-galaxy collection build)
 #   GPU_WAIT       seconds flash-attn-wait waits at most (default 540)
+#   GPU_TORCH_PYTHON, GPU_NVCC  the torch venv's python and the nvcc arch-cost uses
+#                  (default /opt/torch/.venv/bin/python, /usr/local/cuda/bin/nvcc)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,6 +32,9 @@ WHEELS=${GPU_WHEELS:-$ROOT/.gpu/wheels}
 WHEELHOUSE=${GPU_WHEELHOUSE:-$ROOT/.gpu/wheelhouse}
 TARBALL=${GPU_TARBALL:-$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' 2>/dev/null | head -n 1)}
 WAIT=${GPU_WAIT:-540}
+# The torch that arch-cost takes its headers from, and the nvcc it runs.
+TORCH_PYTHON=${GPU_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+NVCC=${GPU_NVCC:-/usr/local/cuda/bin/nvcc}
 COLL=$STATE/collections/ansible_collections/gpufleet/llm_stack
 mkdir -p "$OUT" "$STATE"
 
@@ -88,11 +93,19 @@ step_facts() {
 
 step_toolkit() {
   say "cuda_toolkit on the toolkit already installed"
+  # The toolkit's setup before the runs, and a stamp to find what they wrote.
+  local setup=(/usr/local/cuda /etc/alternatives/cuda /etc/ld.so.conf.d /etc/profile.d)
+  { ls -ld "${setup[@]}"; ls /etc/ld.so.conf.d /etc/profile.d; ls -l /usr/local/cuda-13.0/version.json
+    echo "login shell nvcc: $(bash -lc 'command -v nvcc' || true)"; } >"$OUT/toolkit-before.txt" 2>&1 || true
+  cat "$OUT/toolkit-before.txt"
+  touch "$STATE/toolkit.stamp"
   play toolkit-check "$COLL/playbooks/cuda_toolkit.yml" --check --diff
   play toolkit "$COLL/playbooks/cuda_toolkit.yml"
   echo "changed: check mode $(changed toolkit-check), real $(changed toolkit)"
+  echo "files written by the runs: $(find /usr/local /etc -xdev -newer "$STATE/toolkit.stamp" ! -type d 2>/dev/null \
+    | grep -v "^$STATE" | head -n 20 | tr '\n' ' ')"
   grep -E 'cuda-installer|Install CUDA' "$OUT/toolkit.log" | head -n 5 || true
-  sed -n '/Verify CUDA/,/^$/p' "$OUT/toolkit.log" | tail -n 20
+  grep -A 3 -E 'Report the state of|Report the setup kept|Report CUDA' "$OUT/toolkit.log" | grep -E 'msg|CUDA|Kept' | head -n 12
 }
 
 step_torch() {
@@ -164,7 +177,7 @@ step_arch_cost() {
   fi
   local tu=${GPU_ARCH_COST_TU:-csrc/flash_attn/src/flash_fwd_split_hdim64_bf16_sm80.cu}
   local incs
-  incs=$(python3 -c 'from torch.utils.cpp_extension import include_paths; print(" ".join("-I" + p for p in include_paths()))')
+  incs=$("$TORCH_PYTHON" -c 'from torch.utils.cpp_extension import include_paths; print(" ".join("-I" + p for p in include_paths()))')
   local flags=(-O3 -std=c++17 -U__CUDA_NO_HALF_OPERATORS__ -U__CUDA_NO_HALF_CONVERSIONS__
     -U__CUDA_NO_HALF2_OPERATORS__ -U__CUDA_NO_BFLOAT16_CONVERSIONS__ --expt-relaxed-constexpr
     --expt-extended-lambda --use_fast_math -Xcompiler -fPIC -DTORCH_EXTENSION_NAME=flash_attn_2_cuda
@@ -174,10 +187,10 @@ step_arch_cost() {
     "-gencode=arch=compute_100,code=sm_100" "-gencode=arch=compute_120,code=sm_120")
   cd "$src"
   # shellcheck disable=SC2086
-  python3 "$ROOT/tests/gpu/measure.py" "sm_90 only" -- nvcc "${flags[@]}" $incs "${one[@]}" --threads 1 \
+  python3 "$ROOT/tests/gpu/measure.py" "sm_90 only" -- "$NVCC" "${flags[@]}" $incs "${one[@]}" --threads 1 \
     -c "$tu" -o "$STATE/tu-one.o" >"$OUT/arch-one.json" 2>"$OUT/arch-one.err" &
   # shellcheck disable=SC2086
-  python3 "$ROOT/tests/gpu/measure.py" "80;90;100;120" -- nvcc "${flags[@]}" $incs "${all[@]}" --threads 4 \
+  python3 "$ROOT/tests/gpu/measure.py" "80;90;100;120" -- "$NVCC" "${flags[@]}" $incs "${all[@]}" --threads 4 \
     -c "$tu" -o "$STATE/tu-all.o" >"$OUT/arch-all.json" 2>"$OUT/arch-all.err" &
   wait
   cd - >/dev/null

@@ -10,6 +10,8 @@ another toolkit directory (12.8) left alone, a toolkit installed by hand in
 cuda_toolkit-mirror: runfile from the local mirror, half-installed 13.0
 repaired, /usr/local/cuda kept where the user had it; a corrupted download,
 a failing installer and an old driver changed nothing.
+cuda_toolkit-pkg: CUDA 13.0 as NVIDIA's packages leave it, recognised and
+kept with its own setup; nothing written.
 """
 
 import json
@@ -24,9 +26,18 @@ RUNFILE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..
 MARKER = "# Managed by Ansible (gpufleet.llm_stack.cuda_toolkit)"
 
 
+def groups(host):
+    return host.ansible.get_variables().get("group_names", [])
+
+
 def only_on(host, group):
-    if group not in host.ansible.get_variables().get("group_names", []):
+    if group not in groups(host):
         pytest.skip("case of the %s host" % group)
+
+
+def installed_by_the_role(host):
+    if "pkg" in groups(host):
+        pytest.skip("the pkg host's toolkit comes from packages")
 
 
 def test_nvcc_reports_cuda_13_0(host):
@@ -35,6 +46,7 @@ def test_nvcc_reports_cuda_13_0(host):
 
 
 def test_version_json_is_13_0_2(host):
+    installed_by_the_role(host)
     data = json.loads(host.file("%s/version.json" % TOOLKIT).content_string)
     assert data["cuda"]["version"] == "13.0.2"
     assert data["cuda_nvcc"]["version"] == "13.0.88"
@@ -42,6 +54,7 @@ def test_version_json_is_13_0_2(host):
 
 
 def test_linker_entry(host):
+    installed_by_the_role(host)
     conf = host.file("/etc/ld.so.conf.d/cuda-13-0.conf")
     assert conf.mode == 0o644
     lines = conf.content_string.splitlines()
@@ -50,12 +63,14 @@ def test_linker_entry(host):
 
 
 def test_linker_resolves_libcudart_13_to_the_toolkit(host):
+    installed_by_the_role(host)
     entries = [line.strip() for line in host.check_output("ldconfig -p").splitlines()
                if line.strip().startswith("libcudart.so.13 ")]
     assert entries == ["libcudart.so.13 (libc6,x86-64) => %s/lib64/libcudart.so.13" % TOOLKIT]
 
 
 def test_login_shell_finds_the_toolkit_nvcc_first(host):
+    installed_by_the_role(host)
     assert host.check_output("bash -lc 'command -v nvcc'") == "%s/bin/nvcc" % TOOLKIT
     assert host.check_output("bash -lc 'echo $CUDA_HOME'") == TOOLKIT
     path = host.check_output("bash -lc 'echo $PATH'").split(":")
@@ -64,6 +79,7 @@ def test_login_shell_finds_the_toolkit_nvcc_first(host):
 
 
 def test_install_logs(host):
+    installed_by_the_role(host)
     ours = host.file("/var/log/llm-stack/cuda-toolkit-install.log")
     assert ours.is_file
     assert "Toolkit:  Installed in %s/" % TOOLKIT in ours.content_string
@@ -72,6 +88,7 @@ def test_install_logs(host):
 
 
 def test_nothing_left_behind(host):
+    installed_by_the_role(host)
     assert not host.file("%s.previous" % TOOLKIT).exists
     assert host.file("/var/tmp").mode == 0o1777
     # The installer unpacks under --tmpdir and removes what it unpacked.
@@ -158,3 +175,29 @@ def test_mirror_failed_install_put_the_previous_directory_back(host):
 def test_mirror_old_driver_changed_nothing(host):
     only_on(host, "mirror")
     assert not host.file("/opt/olddriver").exists
+
+
+# pkg: a toolkit from packages, already in use
+
+
+def test_pkg_toolkit_recognised_not_reinstalled(host):
+    only_on(host, "pkg")
+    # Nothing in the toolkit is newer than the starting state.
+    assert host.check_output("find %s -newer /root/pkg-start.stamp" % TOOLKIT) == ""
+    assert not host.file("%s/version.json" % TOOLKIT).exists
+    assert not host.file("/var/log/llm-stack/cuda-toolkit-install.log").exists
+    assert not host.file("/var/cache/cuda-toolkit/%s" % RUNFILE).exists
+
+
+def test_pkg_setup_kept_as_the_packages_made_it(host):
+    only_on(host, "pkg")
+    # The link itself, not where it resolves (linked_to resolves it all).
+    assert host.check_output("readlink /usr/local/cuda") == "/etc/alternatives/cuda"
+    assert host.check_output("readlink /etc/alternatives/cuda") == TOOLKIT
+    assert host.file("/etc/ld.so.conf.d/988_cuda-13.conf").content_string == "/usr/local/cuda/targets/x86_64-linux/lib\n"
+    assert not host.file("/etc/ld.so.conf.d/cuda-13-0.conf").exists
+    assert not host.file("/etc/profile.d/cuda.sh").exists
+    assert host.check_output("find /etc /usr/local -maxdepth 3 -newer /root/pkg-start.stamp ! -type d") == ""
+    entries = [line.strip() for line in host.check_output("ldconfig -p").splitlines()
+               if line.strip().startswith("libcudart.so.13 ")]
+    assert entries == ["libcudart.so.13 (libc6,x86-64) => /usr/local/cuda/targets/x86_64-linux/lib/libcudart.so.13"]
