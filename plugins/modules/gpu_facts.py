@@ -32,16 +32,9 @@ options:
       - Default is C(nvidia-smi) found on C(PATH), C(/usr/bin), C(/usr/local/bin) or C(/usr/local/nvidia/bin).
       - When set, the file must exist, otherwise the module fails.
     type: path
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  facts:
-    support: full
-    description: Returns ansible_facts.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.facts
 notes:
   - The C(CUDA Version) of the driver is the newest CUDA the driver supports, not an installed toolkit;
     see M(gpufleet.llm_stack.nvcc_facts) for toolkits.

@@ -77,13 +77,8 @@ options:
     description: Extra environment variables for the client (for instance C(HF_HUB_DOWNLOAD_TIMEOUT)).
     type: dict
     default: {}
-attributes:
-  check_mode:
-    support: full
-    description: Reports what it would do and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.changes
 """
 
 EXAMPLES = r"""

@@ -63,13 +63,8 @@ options:
     description: Verify the endpoint's TLS certificate.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; the same in check mode.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
 notes:
   - Some mirrors answer a missing revision with the same C(RepoNotFound) as a missing repository;
     the module then asks for the repository itself and says which one is missing when it can.

@@ -37,13 +37,8 @@ options:
     description: Name of the link to the current revision under O(base).
     type: str
     default: current
-attributes:
-  check_mode:
-    support: full
-    description: Reports what it would do and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.changes
 """
 
 EXAMPLES = r"""

@@ -82,13 +82,8 @@ options:
     description: Write the manifest when every check passes.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: Reports what it would do and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.changes
 """
 
 EXAMPLES = r"""

@@ -38,16 +38,9 @@ options:
       - Directory that holds C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  facts:
-    support: full
-    description: Returns ansible_facts.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.facts
 seealso:
   - module: gpufleet.llm_stack.gpu_facts
   - module: gpufleet.llm_stack.stack_compat

@@ -75,13 +75,8 @@ options:
     description:
       - Hugging Face repo id of the model to serve, such as C(Qwen/Qwen3.5-9B) (C(llm_stack_model)).
     type: str
-attributes:
-  check_mode:
-    support: full
-    description: A pure check; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
 seealso:
   - module: gpufleet.llm_stack.gpu_facts
   - module: gpufleet.llm_stack.nvcc_facts

@@ -107,13 +107,10 @@ options:
         C(llm_stack_cpu_only_test_host); never true on a real fleet.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.facts
 attributes:
-  check_mode:
-    support: full
-    description: Only reads; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
   facts:
     support: full
     description: Returns ansible_facts (unless I(set_facts=false)).

@@ -27,6 +27,8 @@ import subprocess
 import sys
 import time
 
+from hub import read_pid  # same directory: run as a script from tests/model
+
 
 def sweep(secret, me):
     found = []
@@ -87,14 +89,6 @@ def run(secret_file, report_path, max_seconds, interval):
         time.sleep(interval)
     report["stopped"] = time.time()
     write_report(report_path, report)
-
-
-def read_pid(pidfile):
-    try:
-        with open(pidfile, encoding="utf-8") as handle:
-            return int(handle.read().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def is_watcher(pid):
