@@ -6,7 +6,9 @@
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
 # runs them in order and prints how long each took:
-#   venv engine images collection lint sanity unit build molecule
+#   venv engine images collection lint sanity unit build molecule core-latest
+# core-latest repeats sanity, unit and the preflight scenario on the current
+# ansible-core (2.21, Python 3.12) in .venv-core-latest.
 # Subsets: make molecule SCENARIOS="preflight cuda_toolkit"
 #          make sanity SANITY_TESTS="pep8 pylint"
 #          make unit PYTEST_ARGS="-k nvidia"
@@ -26,12 +28,12 @@ $(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv)
 endif
 
 .PHONY: help test venv engine images collection lint changelog-lint sanity unit build \
-	molecule site site-down bench clean
+	molecule core-latest site site-down bench clean
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
-test: venv engine images collection lint sanity unit build molecule
+test: venv engine images collection lint sanity unit build molecule core-latest
 	@$(CI)/summary.sh
 
 venv:
@@ -63,6 +65,9 @@ build: venv
 
 molecule: venv engine images collection
 	@$(STEP) molecule $(CI)/molecule.sh
+
+core-latest: engine images collection
+	@$(STEP) core-latest $(CI)/core_latest.sh
 
 # The quick start's main job on the bundled local test fleet (CPU-only
 # test hosts in containers, inventories/testfleet).

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, arch_list
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, arch_list, caps_of
 
 
 def cuda_arch_list(caps, ptx=False, arch_specific=False):
@@ -21,7 +21,14 @@ def cuda_arch_list(caps, ptx=False, arch_specific=False):
     try:
         return arch_list(caps, ptx=ptx, arch_specific=arch_specific)
     except ArchError as exc:
-        raise AnsibleFilterError("cuda_arch_list: %s" % exc)
+        error = exc
+    if isinstance(caps, str):
+        # a TORCH_CUDA_ARCH_LIST itself ("9.0a;8.0+PTX"): its compute capabilities
+        try:
+            return arch_list(caps_of(caps), ptx=ptx, arch_specific=arch_specific)
+        except ArchError:
+            pass
+    raise AnsibleFilterError("cuda_arch_list: %s" % error)
 
 
 class FilterModule(object):

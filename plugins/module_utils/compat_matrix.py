@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The stack compatibility matrix: every rule, its data and its source.
+"""The stack compatibility matrix and the gate's rules: every rule, its data and its source.
 
 This file is the one place where the rules live. It is plain data (no
 logic) so that it ships with the ``stack_compat`` module to wherever the
@@ -58,6 +58,11 @@ SOURCES = {
         "url": "https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/README.md",
         "note": "Requirements: PyTorch 2.2 and above; CUDA 12.0 and above; Ampere, Ada or Hopper GPUs (sm80 and newer)",
     },
+    "roles": {
+        "url": "https://github.com/gpufleet/llm_stack/tree/main/roles",
+        "note": "what each role needs from its inputs (its README and meta/argument_specs.yml): the checks the gate"
+                " makes for the host (preflight), cuda_toolkit, torch and flash_attn_build before any change",
+    },
     "qwen35": {
         "url": "https://huggingface.co/collections/Qwen/qwen35",
         "note": "model ids; Qwen3.5 support from vLLM 0.17.0 (release notes) and transformers 5.2.0"
@@ -65,64 +70,136 @@ SOURCES = {
     },
 }
 
-# Every rule the checker applies. severity: error (the stack cannot work)
-# or warning (works with caveats, or the matrix cannot tell).
+# Every rule the gate applies. part: the part of stack_compat that owns it
+# (matrix: the versions alone; host, cuda_toolkit, torch, flash_attn: what
+# preflight and each role check before any change; extra: a role's own
+# validation). severity: error (the stack cannot work, or the role would
+# stop) or warning (works with caveats, or the matrix cannot tell).
 RULES = (
-    {"id": "cuda-known", "severity": "warning", "source": "cuda-runfiles",
+    {"id": "cuda-known", "part": "matrix", "severity": "warning", "source": "cuda-runfiles",
      "text": "The CUDA toolkit release is in the matrix; for an unknown release only the major version is checked."},
-    {"id": "cuda-driver-minimum", "severity": "error", "source": "cuda-release-notes",
+    {"id": "cuda-driver-minimum", "part": "matrix", "severity": "error", "source": "cuda-release-notes",
      "text": "The driver is at least the minimum for the toolkit's major version (minor version compatibility)."},
-    {"id": "cuda-driver-release", "severity": "warning", "source": "cuda-runfiles",
+    {"id": "cuda-driver-release", "part": "matrix", "severity": "warning", "source": "cuda-runfiles",
      "text": "The driver is at least the one bundled with the toolkit release; older drivers run it through"
              " minor version compatibility, without PTX JIT of newer PTX."},
-    {"id": "arch-known", "severity": "warning", "source": "cuda-archs",
+    {"id": "arch-known", "part": "matrix", "severity": "warning", "source": "cuda-archs",
      "text": "The GPU compute capability is in the matrix."},
-    {"id": "arch-first-cuda", "severity": "error", "source": "cuda-archs",
+    {"id": "arch-first-cuda", "part": "matrix", "severity": "error", "source": "cuda-archs",
      "text": "The toolkit knows the GPU architecture (first CUDA release per compute capability)."},
-    {"id": "arch-dropped", "severity": "error", "source": "cuda-archs",
+    {"id": "arch-dropped", "part": "matrix", "severity": "error", "source": "cuda-archs",
      "text": "The toolkit still supports the GPU architecture (CUDA 12 dropped Kepler, CUDA 13 dropped everything below sm_75)."},
-    {"id": "torch-known", "severity": "warning", "source": "torch-release-matrix",
+    {"id": "torch-known", "part": "matrix", "severity": "warning", "source": "torch-release-matrix",
      "text": "The torch release is in the matrix."},
-    {"id": "torch-cuda-build", "severity": "error", "source": "torch-release-matrix",
+    {"id": "torch-cuda-build", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
      "text": "torch publishes a build for the requested CUDA (cuXYZ index) of that release."},
-    {"id": "torch-python", "severity": "error", "source": "torch-release-matrix",
+    {"id": "torch-python", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
      "text": "torch publishes wheels for the Python version."},
-    {"id": "torch-driver", "severity": "error", "source": "cuda-release-notes",
+    {"id": "torch-driver", "part": "matrix", "severity": "error", "source": "cuda-release-notes",
      "text": "The driver runs the CUDA runtime that the torch build bundles (minimum for its major version)."},
-    {"id": "torch-driver-release", "severity": "warning", "source": "cuda-runfiles",
+    {"id": "torch-driver-release", "part": "matrix", "severity": "warning", "source": "cuda-runfiles",
      "text": "The driver is at least the one released with torch's CUDA runtime (otherwise minor version compatibility only)."},
-    {"id": "torch-build-archs", "severity": "error", "source": "torch-arch-list",
+    {"id": "torch-build-archs", "part": "matrix", "severity": "error", "source": "torch-arch-list",
      "text": "The torch build carries kernels (cubin or PTX) that run on every GPU of the host."},
-    {"id": "torch-cpu-build", "severity": "error", "source": "torch-release-matrix",
+    {"id": "torch-cpu-build", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
      "text": "A CPU build of torch (torch_cuda cpu) cannot use the host's GPUs."},
-    {"id": "torch-toolkit-major", "severity": "error", "source": "torch-cpp-extension",
+    {"id": "torch-toolkit-major", "part": "matrix", "severity": "error", "source": "torch-cpp-extension",
      "text": "nvcc and torch's CUDA share the major version, or torch refuses to build extensions (flash-attn, vLLM)."},
-    {"id": "torch-toolkit-minor", "severity": "warning", "source": "torch-cpp-extension",
+    {"id": "torch-toolkit-minor", "part": "matrix", "severity": "warning", "source": "torch-cpp-extension",
      "text": "nvcc and torch's CUDA share the minor version (a mismatch builds, with a warning)."},
-    {"id": "vllm-known", "severity": "warning", "source": "vllm-metadata",
+    {"id": "vllm-known", "part": "matrix", "severity": "warning", "source": "vllm-metadata",
      "text": "The vLLM release is in the matrix."},
-    {"id": "vllm-torch-pin", "severity": "error", "source": "vllm-metadata",
+    {"id": "vllm-torch-pin", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "torch is exactly the release vLLM pins."},
-    {"id": "vllm-python", "severity": "error", "source": "vllm-metadata",
+    {"id": "vllm-python", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "The Python version is in vLLM's Requires-Python."},
-    {"id": "vllm-transformers", "severity": "error", "source": "vllm-metadata",
+    {"id": "vllm-transformers", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "transformers satisfies vLLM's requirement."},
-    {"id": "flash-attn-known", "severity": "warning", "source": "flash-attn-readme",
+    {"id": "flash-attn-known", "part": "matrix", "severity": "warning", "source": "flash-attn-readme",
      "text": "The flash-attn release has its floors in the matrix (only the architecture floor is checked otherwise)."},
-    {"id": "flash-attn-arch", "severity": "error", "source": "flash-attn-readme",
+    {"id": "flash-attn-arch", "part": "matrix", "severity": "error", "source": "flash-attn-readme",
      "text": "Every GPU is sm80 or newer (FlashAttention-2 has no Turing or Volta kernels)."},
-    {"id": "flash-attn-cuda", "severity": "error", "source": "flash-attn-readme",
+    {"id": "flash-attn-cuda", "part": "matrix", "severity": "error", "source": "flash-attn-readme",
      "text": "The CUDA toolkit is at least flash-attn's floor."},
-    {"id": "flash-attn-torch", "severity": "error", "source": "flash-attn-readme",
+    {"id": "flash-attn-torch", "part": "matrix", "severity": "error", "source": "flash-attn-readme",
      "text": "torch is at least flash-attn's floor."},
-    {"id": "qwen35-vllm", "severity": "error", "source": "qwen35",
+    {"id": "qwen35-vllm", "part": "matrix", "severity": "error", "source": "qwen35",
      "text": "Qwen3.5 models need vLLM 0.17.0 or newer."},
-    {"id": "qwen35-transformers", "severity": "error", "source": "qwen35",
+    {"id": "qwen35-transformers", "part": "matrix", "severity": "error", "source": "qwen35",
      "text": "Qwen3.5 models need transformers 5.2.0 or newer."},
-    {"id": "qwen35-model-id", "severity": "error", "source": "qwen35",
+    {"id": "qwen35-model-id", "part": "matrix", "severity": "error", "source": "qwen35",
      "text": "A Qwen/Qwen3.5-* model id names a size that exists."},
-    {"id": "qwen35-model-variant", "severity": "warning", "source": "qwen35",
+    {"id": "qwen35-model-variant", "part": "matrix", "severity": "warning", "source": "qwen35",
      "text": "A Qwen/Qwen3.5-* model id of a real size but a variant the matrix does not list."},
+    {"id": "torch-local-build", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
+     "text": "A local version label on the torch pin names a CUDA build (+cuXYZ) or cpu, never another platform (+rocm6.2)."},
+    # part host: what preflight checks on the host itself.
+    {"id": "host-quoted-pin", "part": "host", "severity": "error", "source": "roles",
+     "text": "Every llm_stack_* version pin is a string in the inventory (YAML reads an unquoted 3.10 as the number 3.1)."},
+    {"id": "host-gpu-error", "part": "host", "severity": "error", "source": "roles",
+     "text": "nvidia-smi answers (a failing or hung nvidia-smi is a broken driver)."},
+    {"id": "host-no-gpu", "part": "host", "severity": "error", "source": "roles",
+     "text": "The host has an NVIDIA GPU, unless it is a build host (preflight_require_gpu false) or a CPU-only test host."},
+    {"id": "host-arch-list-empty", "part": "host", "severity": "error", "source": "roles",
+     "text": "There is an arch list to build for: the GPUs' own, or llm_stack_torch_cuda_arch_list."},
+    {"id": "host-arch-list-invalid", "part": "host", "severity": "error", "source": "roles",
+     "text": "llm_stack_torch_cuda_arch_list is a TORCH_CUDA_ARCH_LIST (\"8.0;9.0+PTX\", \"9.0a 10.0\")."},
+    {"id": "host-arch-list-gpus", "part": "host", "severity": "error", "source": "roles",
+     "text": "llm_stack_torch_cuda_arch_list names the compute capability of every GPU of the host."},
+    {"id": "host-free-space", "part": "host", "severity": "error", "source": "roles",
+     "text": "The filesystem that holds llm_stack_prefix has preflight_min_free_gb free."},
+    {"id": "host-nvcc-differs", "part": "host", "severity": "warning", "source": "roles",
+     "text": "The nvcc found on the host is another release than the pinned toolkit (cuda_toolkit installs and links the pin)."},
+    {"id": "host-test-host", "part": "host", "severity": "warning", "source": "roles",
+     "text": "A CPU-only test host (llm_stack_cpu_only_test_host) without GPUs takes the CPU test paths."},
+    {"id": "host-build-host", "part": "host", "severity": "warning", "source": "roles",
+     "text": "A build host without GPUs builds for the inventory's arch list."},
+    # part cuda_toolkit: the cuda_toolkit role's checks.
+    {"id": "cuda-version-format", "part": "cuda_toolkit", "severity": "error", "source": "cuda-runfiles",
+     "text": "The toolkit pin is a full release X.Y.Z, as in the runfile's name."},
+    {"id": "cuda-runfile-known", "part": "cuda_toolkit", "severity": "error", "source": "cuda-runfiles",
+     "text": "A runfile name is known for the release (the runfile table) or given in cuda_toolkit_runfile_name."},
+    {"id": "cuda-runfile-name", "part": "cuda_toolkit", "severity": "error", "source": "cuda-runfiles",
+     "text": "cuda_toolkit_runfile_name is NVIDIA's name for the release, cuda_<X.Y.Z>_<driver>_linux.run."},
+    {"id": "cuda-runfile-checksum-format", "part": "cuda_toolkit", "severity": "error", "source": "roles",
+     "text": "cuda_toolkit_runfile_checksum is sha256:<64 hex digits> or md5:<32 hex digits>."},
+    {"id": "cuda-runfile-source", "part": "cuda_toolkit", "severity": "error", "source": "roles",
+     "text": "cuda_toolkit_runfile_source is url or controller."},
+    {"id": "cuda-runfile-checksum", "part": "cuda_toolkit", "severity": "error", "source": "roles",
+     "text": "A runfile the hosts download (source url) has a checksum, when the toolkit must be installed."},
+    {"id": "cuda-runfile-src", "part": "cuda_toolkit", "severity": "error", "source": "roles",
+     "text": "A controller runfile (source controller) is set, exists on the controller and has the release's name,"
+             " when the toolkit must be installed."},
+    # part torch: the torch role's checks.
+    {"id": "torch-version-format", "part": "torch", "severity": "error", "source": "roles",
+     "text": "The torch pin is a plain release X.Y.Z (the build goes in llm_stack_torch_cuda)."},
+    {"id": "torch-cuda-format", "part": "torch", "severity": "error", "source": "roles",
+     "text": "The torch build is a CUDA index tag cuXYZ (the CPU build is taken only on CPU-only test hosts)."},
+    {"id": "python-version-format", "part": "torch", "severity": "error", "source": "roles",
+     "text": "The Python pin is X.Y."},
+    {"id": "torch-extra-packages", "part": "torch", "severity": "error", "source": "roles",
+     "text": "torch_extra_packages are exact pins or bare names."},
+    {"id": "torch-interpreter", "part": "torch", "severity": "error", "source": "roles",
+     "text": "The interpreter the venv is created from is on the host, is the pinned Python and has a working venv module."},
+    {"id": "torch-venv-python", "part": "torch", "severity": "error", "source": "roles",
+     "text": "An existing venv runs the pinned Python."},
+    {"id": "torch-wheelhouse", "part": "torch", "severity": "error", "source": "roles",
+     "text": "torch_wheelhouse is a directory on the controller holding the torch wheel."},
+    # part flash_attn: the flash_attn_build role's checks.
+    {"id": "flash-attn-version-format", "part": "flash_attn", "severity": "error", "source": "roles",
+     "text": "The flash-attn pin is a release such as 2.8.3."},
+    {"id": "flash-attn-options", "part": "flash_attn", "severity": "error", "source": "roles",
+     "text": "flash_attn_build_source is sdist or git; flash_attn_build_below_sm80 is skip or fail."},
+    {"id": "flash-attn-arch-list", "part": "flash_attn", "severity": "error", "source": "roles",
+     "text": "flash-attn has an arch list to build for (flash_attn_build_arch_list, else the GPUs) and it parses."},
+    {"id": "flash-attn-below-sm80", "part": "matrix", "severity": "warning", "source": "flash-attn-readme",
+     "text": "With flash_attn_build_below_sm80 skip, archs below sm80 are left out of the build (no flash-attn for them)."},
+    {"id": "flash-attn-wheelhouse", "part": "flash_attn", "severity": "error", "source": "roles",
+     "text": "flash_attn_build_wheelhouse is a directory on the controller holding the flash-attn sdist."},
+    {"id": "flash-attn-requirements", "part": "flash_attn", "severity": "error", "source": "roles",
+     "text": "flash_attn_build_build_requirements and flash_attn_build_runtime_requirements are exact pins or bare names."},
+    {"id": "role-check", "part": "extra", "severity": "error", "source": "roles",
+     "text": "A role's own validation (passed to the gate in extra_errors / extra_warnings) found a problem."},
 )
 
 # cuda-driver-minimum: minimum Linux driver per CUDA major version (minor
@@ -158,6 +235,20 @@ CUDA_RELEASE_DRIVER = {
     "13.0.2": "580.95.05",
     "13.1.0": "590.44.01",
 }
+
+# cuda-runfile-known: THE runfile table. NVIDIA's runfile of each release
+# carries the bundled driver in its name, so the table is derived from
+# CUDA_RELEASE_DRIVER (never written out a second time).
+RUNFILE_NAME = "cuda_{version}_{driver}_linux.run"
+RUNFILE_URL = "https://developer.download.nvidia.com/compute/cuda/{version}/local_installers/{name}"
+# Checksums NVIDIA publishes for each release's installers.
+RUNFILE_MD5_URL = "https://developer.download.nvidia.com/compute/cuda/{version}/docs/sidebar/md5sum.txt"
+CUDA_RUNFILES = dict(
+    (version, {"name": RUNFILE_NAME.format(version=version, driver=driver),
+               "url": RUNFILE_URL.format(version=version, name=RUNFILE_NAME.format(version=version, driver=driver)),
+               "driver": driver})
+    for version, driver in CUDA_RELEASE_DRIVER.items()
+)
 
 # arch-first-cuda / arch-known: first CUDA toolkit that compiles for each
 # compute capability.

@@ -29,16 +29,31 @@ import hashlib
 import json
 import os
 import re
-import shutil
 
 MANIFEST_NAME = ".llm_stack_manifest.json"
+MANIFEST_TMP_NAME = MANIFEST_NAME + ".tmp"
+# Names at the top of a model directory that belong to this collection, not
+# to the repository: a repository file of that name is never fetched or checked.
+RESERVED_PATHS = (MANIFEST_NAME, MANIFEST_TMP_NAME)
 MANIFEST_FORMAT = 1
 HF_DOWNLOAD_DIR = os.path.join(".cache", "huggingface", "download")
 # Files at most this large are always hashed (config, tokenizer, index...).
 SMALL_FILE = 16 * 1024 * 1024
 CHUNK = 4 * 1024 * 1024
-INCOMPLETE_RE = re.compile(r"^[^.]+\.(?P<etag>[^.]+)\.incomplete$")
-COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+INCOMPLETE_RE = re.compile(r"[^.]+\.(?P<etag>[^.]+)\.incomplete", re.ASCII)
+COMMIT_RE = re.compile(r"[0-9a-f]{40}", re.ASCII)
+FILE_MODE = 0o644
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class PathError(ValueError):
+    """A path that is not a plain relative path, or that leads outside its directory."""
+
+
+def is_commit(value):
+    """True when value is exactly a 40-hex commit SHA (lower case, ASCII, nothing around it)."""
+    return isinstance(value, str) and COMMIT_RE.fullmatch(value) is not None
 
 
 def etag_of(entry):
@@ -69,27 +84,75 @@ def stat_key(path):
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def safe_join(root, relpath):
-    """root/relpath, refusing paths that leave root."""
+def _inside(path, base):
+    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def check_relpath(relpath):
+    """Refuse what is not a plain relative path (absolute, '..', NUL, empty); return it unchanged."""
+    if not isinstance(relpath, str):
+        raise PathError("%r is not a path (a string is needed)" % (relpath,))
+    if not relpath or "\x00" in relpath:
+        raise PathError("%r is not a usable relative path" % (relpath,))
     if relpath.startswith("/") or relpath.startswith("\\"):
-        raise ValueError("absolute path in repository listing: %s" % relpath)
+        raise PathError("absolute path in repository listing: %s" % relpath)
+    parts = relpath.replace("\\", "/").split("/")
+    if ".." in parts:
+        raise PathError("path leaves the model directory: %s" % relpath)
+    if all(part in ("", ".") for part in parts):
+        raise PathError("%r names the directory itself, not a file in it" % (relpath,))
+    return relpath
+
+
+def safe_join(root, relpath):
+    """root/relpath, refusing paths that leave root, by their text or through a symbolic link.
+
+    The text must be a relative path without '..'; and what it resolves to
+    (``realpath``: every symbolic link followed, those not created yet
+    included) must lie inside what root resolves to. Returns the joined path
+    (not resolved). Raises PathError otherwise.
+    """
+    check_relpath(relpath)
+    root = os.path.abspath(root)
     joined = os.path.normpath(os.path.join(root, relpath))
-    if joined != root and not joined.startswith(root.rstrip(os.sep) + os.sep):
-        raise ValueError("path leaves the model directory: %s" % relpath)
+    if joined == root or not _inside(joined, root):
+        raise PathError("path leaves the model directory: %s" % relpath)
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(joined)
+    if real == real_root or not _inside(real, real_root):
+        raise PathError(
+            "%s leads outside the directory %s through a symbolic link (it resolves to %s); "
+            "nothing there is read, written or deleted: remove the link" % (relpath, root, real))
     return joined
 
 
 def metadata_path(root, relpath):
-    return safe_join(os.path.join(root, HF_DOWNLOAD_DIR), relpath + ".metadata")
+    """The hf client's metadata file of relpath, checked to lie inside root."""
+    check_relpath(relpath)
+    return safe_join(root, HF_DOWNLOAD_DIR + "/" + relpath + ".metadata")
+
+
+def _read_text_nofollow(path):
+    """The text of the plain file at path; None when absent, unreadable or a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+    except (IOError, OSError):
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read().decode("utf-8")
+    except (IOError, OSError, ValueError):
+        return None
 
 
 def read_manifest(root):
-    """The manifest of a model directory, or None when absent or unreadable."""
-    path = os.path.join(root, MANIFEST_NAME)
+    """The manifest of a model directory, or None when absent, unreadable or a symbolic link."""
+    text = _read_text_nofollow(os.path.join(root, MANIFEST_NAME))
+    if text is None:
+        return None
     try:
-        with open(path, "r") as handle:
-            data = json.load(handle)
-    except (IOError, OSError, ValueError):
+        data = json.loads(text)
+    except ValueError:
         return None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         return None
@@ -97,9 +160,10 @@ def read_manifest(root):
 
 
 def manifest_entries(manifest):
-    if not manifest:
+    if not manifest or not isinstance(manifest.get("files"), list):
         return {}
-    return dict((item["path"], item) for item in manifest.get("files", []) if isinstance(item, dict) and "path" in item)
+    return dict((item["path"], item) for item in manifest["files"]
+                if isinstance(item, dict) and isinstance(item.get("path"), str))
 
 
 def same_content(expected, recorded):
@@ -138,15 +202,22 @@ def check_file(root, entry, recorded=None, checksum="auto"):
 
 
 def list_incomplete(root):
-    """Every .incomplete file under the hf download metadata of root (relative paths)."""
-    base = os.path.join(root, HF_DOWNLOAD_DIR)
+    """Every .incomplete file under the hf download metadata of root (relative paths).
+
+    The download directory must resolve inside root (PathError otherwise);
+    the walk follows no symbolic link, and only plain files are listed.
+    """
+    if not os.path.lexists(os.path.join(root, HF_DOWNLOAD_DIR)):
+        return []
+    base = safe_join(root, HF_DOWNLOAD_DIR)
     found = []
     if not os.path.isdir(base):
         return found
     for dirpath, _dirnames, filenames in os.walk(base):
         for name in filenames:
-            if name.endswith(".incomplete"):
-                found.append(os.path.relpath(os.path.join(dirpath, name), root))
+            path = os.path.join(dirpath, name)
+            if name.endswith(".incomplete") and not os.path.islink(path):
+                found.append(os.path.relpath(path, root))
     found.sort()
     return found
 
@@ -163,7 +234,7 @@ def classify_incomplete(root, files, needed_paths):
             wanted[etag_of(entry)] = entry["size"]
     resumable, stale = [], []
     for rel in list_incomplete(root):
-        match = INCOMPLETE_RE.match(os.path.basename(rel))
+        match = INCOMPLETE_RE.fullmatch(os.path.basename(rel))
         etag = match.group("etag") if match else None
         try:
             size = os.path.getsize(os.path.join(root, rel))
@@ -190,11 +261,11 @@ def free_bytes(path):
 
 def read_json(path):
     try:
-        with open(path, "r") as handle:
-            return json.load(handle), None
+        with open(path, "rb") as handle:
+            return json.loads(handle.read()), None
     except (IOError, OSError) as exc:
         return None, "cannot read %s: %s" % (os.path.basename(path), exc.strerror or exc)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return None, "%s is not valid JSON: %s" % (os.path.basename(path), exc)
 
 
@@ -214,7 +285,11 @@ def check_indexes(root, files, present_ok):
             problems.append("%s has no weight_map" % entry["path"])
             continue
         base = os.path.dirname(entry["path"])
-        for shard in sorted(set(weight_map.values())):
+        names = set(weight_map.values())
+        if not all(isinstance(name, str) and name for name in names):
+            problems.append("%s has a weight_map entry that is not a file name" % entry["path"])
+            continue
+        for shard in sorted(names):
             shard_path = "/".join(filter(None, [base, shard]))
             if shard_path not in listed:
                 problems.append(
@@ -271,7 +346,10 @@ def inspect(root, files, checksum="auto", expected_model_types=None, seed_from=N
             if entry["path"] not in needed:
                 continue
             recorded_seed = seed_entries.get(entry["path"])
-            source = safe_join(seed_from, entry["path"])
+            try:
+                source = safe_join(seed_from, entry["path"])
+            except PathError:
+                continue  # never reuse what leads outside seed_from; the client fetches it
             if same_content(entry, recorded_seed) and os.path.isfile(source) and \
                     recorded_seed.get("stat") == stat_key(source):
                 seedable.append(entry["path"])
@@ -308,6 +386,7 @@ def inspect(root, files, checksum="auto", expected_model_types=None, seed_from=N
 
 
 def _remove(path):
+    """Unlink path itself (a symbolic link is removed, never followed); False when it was absent."""
     try:
         os.unlink(path)
         return True
@@ -317,15 +396,62 @@ def _remove(path):
         raise
 
 
-def _link_or_copy(source, dest):
-    parent = os.path.dirname(dest)
-    if not os.path.isdir(parent):
-        os.makedirs(parent)
+def _makedirs_inside(root, path):
+    """Create path and its parents; PathError when it then resolves outside root."""
+    if not os.path.isdir(path):
+        os.makedirs(path)
+    if not _inside(os.path.realpath(path), os.path.realpath(root)):
+        raise PathError("%s leads outside the directory %s through a symbolic link" % (path, root))
+
+
+def create_file(path, data, mode=FILE_MODE):
+    """Create path as a new plain file holding data (bytes), with mode set on it.
+
+    O_CREAT|O_EXCL|O_NOFOLLOW: an existing file or symbolic link at path makes
+    this fail (EEXIST or ELOOP) instead of writing through it. The mode is set
+    explicitly (the umask may have narrowed it), and only on the file created here.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+    except BaseException:
+        os.close(fd)
+        _remove(path)
+        raise
+    os.close(fd)
+
+
+def _copy_new(source, dest):
+    """Copy source to dest, a new plain file (never written through a link), with source's mode and times."""
+    st = os.stat(source)
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, st.st_mode & 0o777)
+    try:
+        os.fchmod(fd, st.st_mode & 0o777)
+        with open(source, "rb") as handle:
+            for block in iter(lambda: handle.read(CHUNK), b""):
+                view = memoryview(block)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+    except BaseException:
+        os.close(fd)
+        _remove(dest)
+        raise
+    os.close(fd)
+
+
+def _link_or_copy(root, source, dest):
+    _makedirs_inside(root, os.path.dirname(dest))
     _remove(dest)
     try:
         os.link(source, dest)
     except OSError:
-        shutil.copy2(source, dest)
+        _copy_new(source, dest)
 
 
 def prepare(root, files, report, seed_from=None):
@@ -337,29 +463,40 @@ def prepare(root, files, report, seed_from=None):
     - Damaged files and their hf metadata are removed, so the client fetches
       them again.
     - Stale .incomplete files are removed; resumable ones are kept.
+
+    Every path is checked with safe_join (PathError when it leaves root or
+    seed_from), before anything is changed; a symbolic link in the way is
+    removed itself, never followed.
     Returns the list of actions taken (strings).
     """
+    seeds = [(path, safe_join(seed_from, path), safe_join(root, path),
+              metadata_path(seed_from, path), metadata_path(root, path)) for path in report["seedable"]]
+    damaged = [(path, safe_join(root, path), metadata_path(root, path))
+               for path in report["damaged"] if path not in report["seedable"]]
+    download_prefix = HF_DOWNLOAD_DIR + "/"
+    stale = []
+    for rel in report["stale_incomplete"]:
+        if not (isinstance(rel, str) and rel.startswith(download_prefix) and rel.endswith(".incomplete")):
+            raise PathError("%r is not a partial download of the hf client" % (rel,))
+        stale.append((rel, safe_join(root, rel)))
+
     actions = []
     if not os.path.isdir(root):
         os.makedirs(root)
         actions.append("created %s" % root)
-    for path in report["seedable"]:
-        _link_or_copy(safe_join(seed_from, path), safe_join(root, path))
-        source_meta = metadata_path(seed_from, path)
+    for path, source, dest, source_meta, dest_meta in seeds:
+        _link_or_copy(root, source, dest)
         if os.path.isfile(source_meta):
-            dest_meta = metadata_path(root, path)
-            if not os.path.isdir(os.path.dirname(dest_meta)):
-                os.makedirs(os.path.dirname(dest_meta))
-            shutil.copyfile(source_meta, dest_meta)
+            _makedirs_inside(root, os.path.dirname(dest_meta))
+            _remove(dest_meta)
+            _copy_new(source_meta, dest_meta)
         actions.append("reused %s from %s" % (path, seed_from))
-    for path in report["damaged"]:
-        if path in report["seedable"]:
-            continue
-        _remove(safe_join(root, path))
-        _remove(metadata_path(root, path))
+    for path, target, meta in damaged:
+        _remove(target)
+        _remove(meta)
         actions.append("removed damaged %s" % path)
-    for rel in report["stale_incomplete"]:
-        if _remove(os.path.join(root, rel)):
+    for rel, target in stale:
+        if _remove(target):
             actions.append("removed stale partial download %s" % rel)
     return actions
 
@@ -392,36 +529,72 @@ def manifest_text(manifest):
 
 
 def write_manifest(root, manifest):
-    """Write the manifest atomically; True when the file changed."""
+    """Write the manifest atomically; True when the file changed.
+
+    The temporary file is created new (O_EXCL|O_NOFOLLOW, mode 0644 set on it),
+    after removing whatever was at its name (a link is removed, not followed);
+    the rename then replaces the manifest's name itself, even if a link was there.
+    """
     path = os.path.join(root, MANIFEST_NAME)
     text = manifest_text(manifest)
+    if not os.path.islink(path) and _read_text_nofollow(path) == text:
+        return False
+    tmp = os.path.join(root, MANIFEST_TMP_NAME)
+    _remove(tmp)
+    create_file(tmp, text.encode("utf-8"))
     try:
-        with open(path, "r") as handle:
-            if handle.read() == text:
-                return False
-    except (IOError, OSError):
-        pass
-    tmp = path + ".tmp"
-    with open(tmp, "w") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o644)
-    os.rename(tmp, path)
+        os.rename(tmp, path)
+    except OSError:
+        _remove(tmp)
+        raise
     return True
 
 
-def revisions_to_prune(base, keep, current_commit, link_name="current"):
-    """Revision directories under base to remove, keeping current and the newest others.
+def link_target_name(base, link_name):
+    """Name of the revision directory under base that the link base/link_name points to, or None."""
+    link = os.path.join(base, link_name)
+    if not os.path.islink(link):
+        return None
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return None
+    lexical = os.path.normpath(os.path.join(base, target))
+    if os.path.dirname(lexical) == os.path.normpath(base):
+        return os.path.basename(lexical)
+    real = os.path.realpath(link)
+    if os.path.dirname(real) == os.path.realpath(base):
+        return os.path.basename(real)
+    return None
 
-    A revision directory is a 40-hex commit name. Complete ones (with a
-    manifest) are kept newest first (manifest time) up to keep in total,
-    counting the current one; incomplete ones other than current go.
+
+def protected_revisions(base, current_commit, link_name="current"):
+    """The revisions prune never removes: the current commit and the one the link points to."""
+    if not is_commit(current_commit):
+        raise ValueError("%r is not a 40-hex commit SHA" % (current_commit,))
+    protected = set([current_commit])
+    target = link_target_name(base, link_name)
+    if target:
+        protected.add(target)
+    return sorted(protected)
+
+
+def revisions_to_prune(base, keep, current_commit, link_name="current"):
+    """Revision directories under base to remove, keeping the protected ones and the newest others.
+
+    A revision directory is a directory (not a link) named by exactly a 40-hex
+    commit. The current commit and the revision the link points to are never
+    removed. Complete ones (with a manifest) are kept newest first (manifest
+    time) up to keep in total, counting the current one; incomplete ones go.
+    Raises ValueError when current_commit is not exactly a 40-hex SHA.
     """
+    protected = protected_revisions(base, current_commit, link_name)
     if not os.path.isdir(base):
         return []
     complete, incomplete = [], []
     for name in os.listdir(base):
         path = os.path.join(base, name)
-        if name == link_name or name == current_commit or not COMMIT_RE.match(name):
+        if name == link_name or name in protected or not is_commit(name):
             continue
         if os.path.islink(path) or not os.path.isdir(path):
             continue

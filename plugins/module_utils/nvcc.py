@@ -1,19 +1,29 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Find CUDA toolkits and read nvcc: the parsers and the discovery nvcc_facts uses."""
+"""Find CUDA toolkits and read nvcc: the parsers and the discovery nvcc_facts uses.
+
+Every program runs through proc.run with the module's timeout. The parsers
+return a value or raise ValueError with a readable message, for any input.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import glob
+import io
 import json
 import os
 import re
 
-_RELEASE_RE = re.compile(r"release (?P<release>\d+\.\d+), V(?P<build>\d+\.\d+\.\d+)")
-_VERSION_TXT_RE = re.compile(r"CUDA Version (?P<version>\d+\.\d+(?:\.\d+)?)")
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import ProcResult
+
+# bounded digit counts: a version of thousands of digits is not a version
+_RELEASE_RE = re.compile(r"release (?P<release>\d{1,3}\.\d{1,3}), V(?P<build>\d{1,3}\.\d{1,3}\.\d{1,6})(?![\d.])", re.ASCII)
+_VERSION_TXT_RE = re.compile(r"CUDA Version (?P<version>\d{1,3}\.\d{1,3}(?:\.\d{1,9})?)(?![\d.])", re.ASCII)
+_SDK_VERSION_RE = re.compile(r"^\d{1,3}\.\d{1,3}(?:\.\d{1,9})?(?:\.\d{1,9})?$", re.ASCII)
+MAX_VERSION_FILE = 1024 * 1024
 
 
 def parse_nvcc_version(text):
@@ -31,9 +41,10 @@ def normalize_sdk_version(text):
     major.minor plus a build date ('12.6.20241114', '11.8.20220929'): a
     third part above 999 is a date and is dropped ('12.6').
     """
-    parts = text.strip().split(".")
-    if len(parts) < 2 or not all(part.isdigit() for part in parts):
-        raise ValueError("not a CUDA version: %r" % text)
+    text = text.strip() if isinstance(text, str) else ""
+    if not _SDK_VERSION_RE.match(text):
+        raise ValueError("not a CUDA version: %r" % (text if len(text) <= 40 else text[:37] + "..."))
+    parts = text.split(".")
     if len(parts) >= 3 and int(parts[2]) > 999:
         parts = parts[:2]
     return ".".join(str(int(part)) for part in parts[:3])
@@ -41,12 +52,17 @@ def normalize_sdk_version(text):
 
 def read_version_json(text):
     """(version, nvcc_build) from the text of a toolkit's version.json."""
-    data = json.loads(text)
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError("version.json is nested too deeply to be a toolkit's version file")
     if not isinstance(data, dict) or not isinstance(data.get("cuda"), dict) or "version" not in data["cuda"]:
         raise ValueError("version.json has no cuda.version")
     version = normalize_sdk_version(str(data["cuda"]["version"]))
     nvcc = data.get("cuda_nvcc")
-    nvcc_build = str(nvcc["version"]) if isinstance(nvcc, dict) and "version" in nvcc else None
+    nvcc_build = None
+    if isinstance(nvcc, dict) and isinstance(nvcc.get("version"), str) and _SDK_VERSION_RE.match(nvcc["version"]):
+        nvcc_build = nvcc["version"]
     return version, nvcc_build
 
 
@@ -59,16 +75,40 @@ def read_version_txt(text):
 
 
 def _read(path):
-    with open(path, "r") as handle:
-        return handle.read()
+    with io.open(path, "r", encoding="utf-8", errors="replace") as handle:
+        text = handle.read(MAX_VERSION_FILE + 1)
+    if len(text) > MAX_VERSION_FILE:
+        raise ValueError("%s is larger than %d bytes" % (path, MAX_VERSION_FILE))
+    return text
+
+
+def _call(run_command, argv):
+    """run_command(argv) as a ProcResult; a (rc, stdout, stderr) tuple is accepted too."""
+    result = run_command(argv)
+    if isinstance(result, ProcResult):
+        return result
+    rc, out, err = result
+    return ProcResult(rc=rc, stdout=out or "", stderr=err or "", argv=argv)
+
+
+def timeout_error(nvcc, timeout):
+    return ("%s did not answer within %s seconds (a hung nvcc, or a stalled network file system?); its processes"
+            " were stopped. Fix: run `%s --version` on the host; raise the timeout of nvcc_facts only if the"
+            " host is just slow" % (nvcc, timeout, nvcc))
 
 
 def _release(version):
     return ".".join(version.split(".")[:2]) if version else None
 
 
-def describe_toolkit(path, run_command):
-    """{path, version, release, nvcc_build, nvcc, source} for a toolkit dir, or None if it is not one."""
+def describe_toolkit(path, run_command, warnings=None):
+    """{path, version, release, nvcc_build, nvcc, source} for a toolkit dir, or None if it is not one.
+
+    Problems worth telling (a toolkit nvcc that hangs; unreadable version
+    files of a directory that then has no version) are appended to warnings.
+    """
+    warnings = [] if warnings is None else warnings
+    problems = []
     nvcc = os.path.join(path, "bin", "nvcc")
     nvcc = nvcc if os.path.isfile(nvcc) and os.access(nvcc, os.X_OK) else None
     version = nvcc_build = source = None
@@ -78,23 +118,28 @@ def describe_toolkit(path, run_command):
         try:
             version, nvcc_build = read_version_json(_read(json_path))
             source = "version.json"
-        except (ValueError, OSError):
+        except (ValueError, OSError) as exc:
             version = None
+            problems.append("%s: %s" % (json_path, exc))
     if version is None and os.path.isfile(txt_path):
         try:
             version = read_version_txt(_read(txt_path))
             source = "version.txt"
-        except (ValueError, OSError):
+        except (ValueError, OSError) as exc:
             version = None
+            problems.append("%s: %s" % (txt_path, exc))
     if nvcc and (version is None or nvcc_build is None):
-        rc, out, dummy = run_command([nvcc, "--version"])
-        release, build = parse_nvcc_version(out) if rc == 0 else (None, None)
+        result = _call(run_command, [nvcc, "--version"])
+        if result.timed_out:
+            warnings.append(timeout_error(nvcc, result.timeout))
+        release, build = parse_nvcc_version(result.stdout) if result.rc == 0 else (None, None)
         if build:
             nvcc_build = build
             if version is None:
                 version = release
                 source = "nvcc"
     if version is None:
+        warnings.extend(problems)
         return None
     return {
         "path": path,
@@ -129,7 +174,7 @@ def find_toolkits(root, prefixes, run_command):
         real = os.path.realpath(path)
         if real in seen:
             continue
-        entry = describe_toolkit(path, run_command)
+        entry = describe_toolkit(path, run_command, warnings)
         if entry is None:
             if explicit:
                 warnings.append("prefix %s has no version.json, version.txt or bin/nvcc; not a CUDA toolkit" % path)
@@ -141,11 +186,23 @@ def find_toolkits(root, prefixes, run_command):
 
 
 def home_link(root):
-    """Where root/cuda points (realpath), or None when it does not exist."""
+    """Where root/cuda points (realpath), or None when it, or what it points to, does not exist."""
     path = os.path.join(root, "cuda")
-    if not os.path.lexists(path):
+    if not os.path.exists(path):
         return None
     return os.path.realpath(path)
+
+
+def home_link_dangling(root):
+    """What a dangling root/cuda link points to (its resolved target), else None."""
+    path = os.path.join(root, "cuda")
+    if not os.path.islink(path) or os.path.exists(path):
+        return None
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return None
+    return os.path.normpath(os.path.join(root, target))
 
 
 def resolve_nvcc(explicit, on_path, root):
@@ -160,9 +217,11 @@ def resolve_nvcc(explicit, on_path, root):
     return None
 
 
+NOT_UTF8 = "printed bytes that are not UTF-8 (shown as U+FFFD)"
+
+
 def read_nvcc(run_command, explicit, on_path, root, prefixes):
     """All nvcc_facts: returns (facts, warnings)."""
-    warnings = []
     nvcc_path = resolve_nvcc(explicit, on_path, root)
     facts = {
         "nvcc_path": nvcc_path,
@@ -171,15 +230,29 @@ def read_nvcc(run_command, explicit, on_path, root, prefixes):
         "nvcc_error": None,
         "cuda_toolkits": [],
         "cuda_home_link": home_link(root),
+        "cuda_home_link_dangling": home_link_dangling(root),
     }
+    head = []
+    if facts["cuda_home_link_dangling"]:
+        link = os.path.join(root, "cuda")
+        head.append("%s is a dangling link to %s (cuda_home_link is null): the toolkit it named is gone. Fix:"
+                    " point it at an installed toolkit or remove it" % (link, facts["cuda_home_link_dangling"]))
     if nvcc_path:
-        rc, out, err = run_command([nvcc_path, "--version"])
-        release, build = parse_nvcc_version(out) if rc == 0 else (None, None)
-        if rc != 0:
-            text = " ".join(line.strip() for line in (out + "\n" + err).splitlines() if line.strip())
-            facts["nvcc_error"] = "%s --version exited with %s: %s" % (nvcc_path, rc, text or "no output")
+        result = _call(run_command, [nvcc_path, "--version"])
+        release, build = parse_nvcc_version(result.stdout) if result.rc == 0 else (None, None)
+        if result.timed_out:
+            facts["nvcc_error"] = timeout_error(nvcc_path, result.timeout)
+        elif result.rc != 0:
+            text = " ".join(line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines()
+                            if line.strip())
+            if len(text) > 600:
+                text = text[:597] + "..."
+            facts["nvcc_error"] = "%s --version exited with %s: %s" % (nvcc_path, result.rc, text or "no output")
         elif release is None:
-            facts["nvcc_error"] = "%s --version printed no 'release X.Y, VX.Y.Z' line" % nvcc_path
+            facts["nvcc_error"] = "%s --version printed no 'release X.Y, VX.Y.Z' line%s" % (
+                nvcc_path, " (it %s)" % NOT_UTF8 if result.decode_errors else "")
+        elif result.decode_errors:
+            head.append("%s --version %s" % (nvcc_path, NOT_UTF8))
         facts["nvcc_version"], facts["nvcc_build"] = release, build
     facts["cuda_toolkits"], warnings = find_toolkits(root, prefixes, run_command)
-    return facts, warnings
+    return facts, head + warnings

@@ -9,10 +9,18 @@ Two halves:
   one JSON document: interpreter, torch (version.py read without importing,
   then, on request, the imported module's CUDA view), installed
   distributions, and whether the driver's ``libcuda.so.1`` can be loaded.
-* The functions below are pure: they parse that document, check pinned
-  requirements, and name each problem with its fix (``diagnose``). The
+* The functions below are pure: they check pinned requirements, name each
+  problem with its fix (``diagnose``), decide whether an install is needed
+  (``needs_install``), and word the report (``report_lines``). The
   ``torch_info`` module is argument handling around them; unit tests call
   them with captured probe output.
+
+The record of the last full import (C++11 ABI and arch list, with the
+install's signature) lives at ``record_path(venv)``; only this file knows
+that path (``torch_info`` takes ``use_record``/``write_record``).
+The cu tags come from ``compat.torch_cuda_tag``/``torch_cuda_version``, the
+driver rule from ``compat.driver_runtime_problems`` and compute
+capabilities from ``cuda_arch``: none of them is written again here.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +28,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, covered_by, parse_cap
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import (  # noqa: F401 (re-exported)
+    MARK,
+    ProbeError,
+    parse_probe_output,
+)
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+RECORD = os.path.join(".llm_stack", "torch.json")
+# Problems a (re)install of torch fixes.
+INSTALL_FIXES = ("torch_missing", "torch_import_failed", "torch_version_mismatch", "cuda_build_mismatch", "cpu_only_build")
+DEFAULT_INDEX = "https://download.pytorch.org/whl/"
 
 # Runs under the interpreter being probed: stdlib only, Python >= 3.8.
 PROBE_SCRIPT = r'''
@@ -147,38 +170,12 @@ except OSError as e:
 print("TORCH_PROBE_JSON " + json.dumps(out, sort_keys=True))
 '''
 
-# Runs under the interpreter a venv is to be made from.
-INTERPRETER_SCRIPT = r'''
-import importlib.util, json, sys
-print("TORCH_PROBE_JSON " + json.dumps({
-    "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
-    "executable": sys.executable,
-    "venv": importlib.util.find_spec("venv") is not None,
-    "ensurepip": importlib.util.find_spec("ensurepip") is not None,
-}))
-'''
-
-MARK = "TORCH_PROBE_JSON "
-
-
-class ProbeError(Exception):
-    """The probe printed no result: the interpreter failed or is not Python."""
-
-
-def parse_probe_output(stdout):
-    """Return the JSON document the probe printed on its marked line."""
-    for line in (stdout or "").splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK):])
-    raise ProbeError("no probe result in the output: %r" % (stdout or "")[-500:])
-
-
 def normalize_name(name):
     """PEP 503 normalisation: Flash_Attn -> flash-attn."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([A-Za-z0-9.+!_-]+))?\s*$")
+_REQ = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*([A-Za-z0-9.+!_-]+))?")
 
 
 def parse_requirement(spec):
@@ -187,7 +184,7 @@ def parse_requirement(spec):
     Only exact pins and bare names are accepted: anything else cannot be
     checked without asking pip, and a re-run must not ask pip.
     """
-    m = _REQ.match(spec or "")
+    m = _REQ.fullmatch((spec or "").strip()) if isinstance(spec, str) else None
     if not m:
         raise ValueError(
             "requirement %r: use NAME or NAME==VERSION (exact pins only, so that a re-run can tell "
@@ -217,65 +214,76 @@ def unmet_requirements(specs, distributions):
     return unmet
 
 
-def version_tuple(text):
-    """'12.8' -> (12, 8); '13.0.2' -> (13, 0, 2); None or junk -> None."""
-    if text is None:
-        return None
-    parts = re.findall(r"\d+", str(text))
-    return tuple(int(p) for p in parts) if parts else None
+
+
+# --- builds, archs and the record ---------------------------------------------------------
+
+
+def record_path(venv):
+    """Where the torch role keeps the record of the last full import of the venv's torch."""
+    return os.path.join(venv, RECORD)
 
 
 def cuda_build_tag(cuda):
-    """torch.version.cuda -> the index tag: '13.0' -> 'cu130', None -> 'cpu'."""
-    vt = version_tuple(cuda)
-    if not vt:
+    """torch.version.cuda -> the index tag ('13.0' -> 'cu130'); None (the CPU build) -> 'cpu'; None when torch has no tag."""
+    if cuda is None:
         return "cpu"
-    return "cu%d%d" % (vt[0], vt[1] if len(vt) > 1 else 0)
-
-
-def cuda_of_build_tag(tag):
-    """'cu128' -> '12.8', 'cu130' -> '13.0'; 'cpu' or '' -> None."""
-    m = re.match(r"^cu(\d+)(\d)$", tag or "")
-    if not m:
+    try:
+        return compat.torch_cuda_tag(str(cuda))
+    except compat.StackInputError:
         return None
-    return "%s.%s" % (m.group(1), m.group(2))
 
 
-def _arch_of(entry):
-    """'sm_90' -> (9, 0, 'sm'); 'sm_100a' -> (10, 0, 'sm'); 'compute_80' -> (8, 0, 'compute')."""
-    m = re.match(r"^(sm|compute)_(\d+?)(\d)[a-z]?$", entry)
-    if not m:
-        return None
-    return int(m.group(2)), int(m.group(3)), m.group(1)
+def _major_minor(text):
+    match = re.match(r"([0-9]+)\.([0-9]+)", str(text or ""))
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def arch_caps(arch_list):
+    """torch.cuda.get_arch_list() -> (sass caps, ptx caps): ['sm_90', 'sm_100a', 'compute_90'] -> (['9.0', '10.0'], ['9.0'])."""
+    sass, ptx = [], []
+    for entry in arch_list or []:
+        match = re.fullmatch(r"(sm|compute)_([0-9]+)[a-z]?", str(entry))
+        if not match:
+            continue
+        try:
+            cap = "%d.%d" % parse_cap("sm_" + match.group(2))
+        except ArchError:
+            continue
+        (sass if match.group(1) == "sm" else ptx).append(cap)
+    return sass, ptx
 
 
 def arch_covered(capability, arch_list):
-    """True when torch's arch list runs on a device of this capability.
-
-    A cubin for sm_XY runs on the same major at minor >= Y (sm_86 code on
-    an 8.9 device); PTX (compute_XY) is JIT-compiled for any newer device.
-    """
-    cap = version_tuple(capability)
-    if not cap or len(cap) < 2:
+    """True when torch's arch list runs on a device of this capability (cubin of the same major, or older PTX)."""
+    try:
+        parse_cap(capability)
+    except ArchError:
         return False
-    for entry in arch_list or []:
-        arch = _arch_of(entry)
-        if not arch:
-            continue
-        major, minor, kind = arch
-        if kind == "sm" and major == cap[0] and minor <= cap[1]:
-            return True
-        if kind == "compute" and (major, minor) <= (cap[0], cap[1]):
-            return True
-    return False
+    sass, ptx = arch_caps(arch_list)
+    return covered_by(capability, sass, ptx)
+
+
+# --- diagnosis ------------------------------------------------------------------------------
 
 
 def _problem(name, msg):
     return {"name": name, "msg": msg}
 
 
-def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_count=0,
-             driver_cuda_version=None, compute_caps=None, cpu_only_test_host=False):
+def pip_hint(expect_version=None, expect_local=None, index_url=None, wheelhouse=None, installed=None):
+    """The pip command that installs the expected torch, with the real version, build and index (no placeholder)."""
+    version = expect_version or (installed or {}).get("version", "").split("+", 1)[0]
+    tag = expect_local or (installed or {}).get("cuda_build")
+    spec = "torch" + (("==" + version) if version else "") + (("+" + tag) if version and tag else "")
+    if wheelhouse:
+        return "pip install %s --no-index --find-links %s" % (spec, wheelhouse)
+    index = index_url or ((DEFAULT_INDEX + tag) if tag else None)
+    return "pip install %s%s" % (spec, (" --index-url " + index) if index else "")
+
+
+def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_count=0, driver_version=None,
+             compute_caps=None, cpu_only_test_host=False, wheelhouse=None):
     """Judge a probed venv against the pins and the host's GPUs.
 
     Returns (problems, notes, gpu_checks). Each problem is {name, msg}, the
@@ -285,24 +293,23 @@ def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_c
     problems = []
     notes = []
     torch = (info or {}).get("torch")
-    expect_cuda = cuda_of_build_tag(expect_local)
-    pip_hint = "pip install torch==%s%s --index-url %s" % (
-        expect_version or "VERSION", "+" + expect_local if expect_local else "", index_url or "https://download.pytorch.org/whl/cuXYZ")
+    expect_cuda = _major_minor(compat.torch_cuda_version(expect_local)) if expect_local and expect_local != "cpu" else None
+    hint = pip_hint(expect_version, expect_local, index_url, wheelhouse, torch)
 
     if not torch:
         problems.append(_problem("torch_missing", "torch is not installed in %s. Fix: %s (the torch role does this)." % (
-            (info or {}).get("python", {}).get("prefix", "the venv"), pip_hint)))
+            ((info or {}).get("python") or {}).get("prefix", "the venv"), hint)))
         return problems, notes, "skipped: torch is not installed"
     if torch.get("error"):
         problems.append(_problem("torch_import_failed", "torch in %s does not load: %s. Fix: reinstall it (%s), and check "
-                                 "that nothing in the venv shadows it." % (torch.get("path"), torch["error"], pip_hint)))
+                                 "that nothing in the venv shadows it." % (torch.get("path"), torch["error"], hint)))
         return problems, notes, "failed"
 
     version = torch.get("version") or ""
     cuda = torch.get("cuda")
     if expect_version and version.split("+", 1)[0] != expect_version:
         problems.append(_problem("torch_version_mismatch", "torch %s is installed, the stack pins %s. Fix: %s." % (
-            version, expect_version, pip_hint)))
+            version, expect_version, hint)))
 
     if cuda is None:
         if cpu_only_test_host and gpu_count == 0:
@@ -311,14 +318,14 @@ def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_c
         elif gpu_count > 0:
             problems.append(_problem("cpu_only_build", "torch %s is the CPU-only build (torch.version.cuda is None) on a host with "
                                      "%d GPU(s): torch.cuda.is_available() is False and every CUDA extension fails. Fix: %s; "
-                                     "take the CPU wheel out of the wheelhouse or index it came from." % (version, gpu_count, pip_hint)))
+                                     "take the CPU wheel out of the wheelhouse or index it came from." % (version, gpu_count, hint)))
             return problems, notes, "failed"
         else:
             problems.append(_problem("cpu_only_build", "torch %s is the CPU-only build (torch.version.cuda is None): extensions "
-                                     "built against it on this build host have no CUDA code. Fix: %s." % (version, pip_hint)))
-    elif expect_cuda and version_tuple(cuda)[:2] != version_tuple(expect_cuda)[:2]:
-        problems.append(_problem("cuda_build_mismatch", "torch %s is built for CUDA %s, the stack pins %s (CUDA %s). Fix: %s." % (
-            version, cuda, expect_local, expect_cuda, pip_hint)))
+                                     "built against it on this build host have no CUDA code. Fix: %s." % (version, hint)))
+    elif expect_cuda and _major_minor(cuda) != expect_cuda:
+        problems.append(_problem("cuda_build_mismatch", "torch %s is built for CUDA %s, the stack pins %s (CUDA %d.%d). Fix: %s." % (
+            version, cuda, expect_local, expect_cuda[0], expect_cuda[1], hint)))
 
     if gpu_count == 0:
         reason = ("CPU-only test host (llm_stack_cpu_only_test_host)" if cpu_only_test_host
@@ -328,13 +335,17 @@ def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_c
     if cuda is None:
         return problems, notes, "failed"
     gpu_problems = []
-    driver_vt = version_tuple(driver_cuda_version)
     libcuda = (info or {}).get("libcuda") or {}
-    if driver_vt and version_tuple(cuda)[:2] > driver_vt[:2]:
-        gpu_problems.append(_problem("cuda_build_newer_than_driver", "torch %s is built for CUDA %s but the driver supports CUDA "
-                                     "up to %s (nvidia-smi header): torch.cuda.is_available() is False. Fix: pin "
-                                     "llm_stack_torch_cuda to cu%s or older, or upgrade the NVIDIA driver (this collection "
-                                     "never installs it)." % (version, cuda, driver_cuda_version, "".join(str(x) for x in driver_vt[:2]))))
+    try:
+        rule = compat.driver_runtime_problems(driver_version, str(cuda), torch_version=expect_version or version.split("+")[0])
+    except (compat.StackInputError, ValueError):
+        rule = []
+    for severity, dummy, message in rule:
+        if severity == "error":
+            gpu_problems.append(_problem("cuda_build_newer_than_driver", "torch %s is built for CUDA %s, which this driver "
+                                         "does not run (torch.cuda.is_available() is False): %s" % (version, cuda, message)))
+        else:
+            notes.append(message)
     if not libcuda.get("loaded", True):
         gpu_problems.append(_problem("libcuda_unresolvable", "libcuda.so.1 (the driver's CUDA library) cannot be loaded: %s. Fix: "
                                      "install the driver's user-space libraries (libnvidia-compute / the driver's .run), run "
@@ -352,9 +363,133 @@ def diagnose(info, expect_version=None, expect_local=None, index_url=None, gpu_c
         caps = sorted(set(list(compute_caps or []) + [d["capability"] for d in torch.get("devices") or []]))
         missing = [c for c in caps if not arch_covered(c, torch.get("arch_list"))]
         if missing:
-            listed = " ".join(torch.get("arch_list") or [])
             gpu_problems.append(_problem("arch_not_in_build", "torch %s has no kernels for compute capability %s (its arch list: %s): "
-                                         "\"no kernel image is available for execution on the device\". Fix: use a torch/CUDA build "
-                                         "that lists sm_%s." % (version, ", ".join(missing), listed, missing[0].replace(".", ""))))
+                                         "\"no kernel image is available for execution on the device\". Fix: %s." % (
+                                             version, ", ".join(missing), " ".join(torch.get("arch_list") or []) or "empty",
+                                             _arch_fix(expect_version or version.split("+")[0], caps))))
     problems.extend(gpu_problems)
     return problems, notes, "failed" if gpu_problems else "passed"
+
+
+def _arch_fix(torch_version, caps):
+    """The fix for GPUs the installed build has no kernels for: the builds of that release that cover them."""
+    try:
+        builds = [compat.torch_cuda_tag(b) for b in compat.builds_covering(torch_version, caps)]
+    except (compat.StackInputError, ValueError):
+        builds = []
+    if builds:
+        return "set llm_stack_torch_cuda to %s (the %s build%s of torch %s with kernels for %s)" % (
+            builds[-1], " or ".join(builds), "s" if len(builds) > 1 else "", torch_version, ", ".join(caps))
+    return ("no torch %s build in the matrix covers %s: pin a torch release that does (stack_compat's suggested stack "
+            "names one)" % (torch_version, ", ".join(caps)))
+
+
+def install_plan(expect_version=None, expect_local=None, gpu_count=0, cpu_only_test_host=False, pip_spec=None,
+                 index_url=None, wheelhouse=None):
+    """What the torch role installs: {build, spec, default_index_url, source}.
+
+    build is the pinned CUDA build's tag, or cpu on a CPU-only test host
+    without GPUs (test path: the test fleet's wheelhouse holds the CPU
+    wheel); spec is pip_spec when given, else torch==VERSION+BUILD;
+    default_index_url is PyTorch's index of that build (the index when none
+    is set); source says where from, credentials masked.
+    """
+    build = "cpu" if cpu_only_test_host and not gpu_count else expect_local
+    if pip_spec:
+        spec = pip_spec
+    elif expect_version:
+        spec = "torch==%s%s" % (expect_version, ("+" + build) if build else "")
+    else:
+        spec = "torch"
+    default_index = (DEFAULT_INDEX + build) if build else None
+    if wheelhouse:
+        source = "wheelhouse %s" % wheelhouse
+    else:
+        source = mask_credentials(index_url or default_index or "the index pip is configured with")
+    return {"build": build, "spec": spec, "default_index_url": default_index, "source": source}
+
+
+def needs_install(info, problems, unmet):
+    """Whether the torch role installs: no venv, torch missing or of another release or build, or unmet requirements."""
+    if not (info or {}).get("venv_exists"):
+        return True
+    return bool(unmet) or any(problem["name"] in INSTALL_FIXES for problem in problems)
+
+
+def failure_message(venv, problems, unmet):
+    """What the torch role stops with when the venv's torch is not right: each problem with its fix."""
+    lines = ["%s: %s" % (problem["name"], problem["msg"]) for problem in problems]
+    if unmet:
+        lines.append("not installed: %s" % ", ".join(unmet))
+    if not lines:
+        return ""
+    return "torch in %s: %d problem(s):\n- %s" % (venv, len(lines), "\n- ".join(lines))
+
+
+def cuda_view(torch, gpu_checks):
+    """What the import of torch saw on a GPU host, for the report; '' where the GPU checks were skipped."""
+    if not torch or torch.get("cuda_available") is None or str(gpu_checks).startswith("skipped"):
+        return ""
+    caps = []
+    for device in torch.get("devices") or []:
+        try:
+            caps.append("(%d, %d)" % parse_cap(device.get("capability")))
+        except ArchError:
+            caps.append(str(device.get("capability")))
+    return "; torch.cuda.is_available() %s, capability %s, arch list %s" % (
+        str(bool(torch.get("cuda_available"))).lower(), " ".join(caps) or "none", " ".join(torch.get("arch_list") or []) or "none")
+
+
+def report_lines(info, gpu_checks, notes, check_mode=False, install=False, install_text=None, gpu_count=0):
+    """The torch role's report: the torch in the venv (or what check mode would install), its CUDA view and notes."""
+    torch = (info or {}).get("torch")
+    python = (info or {}).get("python") or {}
+    if check_mode and install:
+        lines = ["check mode: %s" % (install_text or "torch would be installed into %s" % (info or {}).get("venv"))]
+    elif torch and not torch.get("error"):
+        abi = torch.get("cxx11_abi")
+        lines = ["torch %s (CUDA %s, C++11 ABI %s) on Python %s (%s); GPU checks %s%s" % (
+            torch.get("version"), torch.get("cuda") or "none", "?" if abi is None else abi, python.get("version", "?"),
+            python.get("abi_tag", "?"), gpu_checks, cuda_view(torch, gpu_checks))]
+    else:
+        lines = ["torch in %s: %s" % ((info or {}).get("venv"), (torch or {}).get("error") or "not installed")]
+    if not gpu_count and torch and not torch.get("error") and not (check_mode and install):
+        lines.append("Not checked here, for want of a GPU: torch.cuda.is_available(), the devices, the arch list and "
+                     "libcuda.")
+    return lines + list(notes or [])
+
+
+def record_of(torch):
+    """The record of a full import: what an import told that version.py does not, with the install's signature."""
+    return {"version": torch.get("version"), "signature": torch.get("signature"), "cxx11_abi": torch.get("cxx11_abi"),
+            "arch_list": torch.get("arch_list")}
+
+
+def read_record(venv):
+    try:
+        with open(record_path(venv)) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_record(venv, record):
+    """Write the record (0644) through a new temporary file, never following a symbolic link."""
+    path = record_path(venv)
+    folder = os.path.dirname(path)
+    if os.path.islink(folder):
+        raise OSError("%s is a symbolic link; the record is not written through it" % folder)
+    if not os.path.isdir(folder):
+        os.makedirs(folder, 0o755)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(record, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.rename(tmp, path)
+    except Exception:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise

@@ -15,15 +15,26 @@ __metaclass__ = type
 
 import re
 
+# ASCII only ([0-9], never \d, which also matches full-width and other
+# Unicode digits), matched in full after stripping surrounding whitespace.
 _VERSION_RE = re.compile(
-    r"^v?(?P<release>\d+(?:\.\d+)*)"
-    r"(?:[-_.]?(?P<pre>a|b|rc)(?P<pre_n>\d*))?"
-    r"(?:[-_.]?post(?P<post>\d*))?"
-    r"(?:[-_.]?dev(?P<dev>\d*))?"
-    r"(?:\+(?P<local>[A-Za-z0-9]+(?:[.][A-Za-z0-9]+)*))?$"
+    r"(?P<v>[vV])?(?P<release>[0-9]+(?:\.[0-9]+)*)"
+    r"(?:[-_.]?(?P<pre>a|b|rc)(?P<pre_n>[0-9]*))?"
+    r"(?:[-_.]?post(?P<post>[0-9]*))?"
+    r"(?:[-_.]?dev(?P<dev>[0-9]*))?"
+    r"(?:\+(?P<local>[A-Za-z0-9]+(?:[.][A-Za-z0-9]+)*))?"
 )
 
+# Longest text taken as a version: release numbers of real packages are
+# short; a longer text is refused before any number is converted.
+MAX_VERSION_LENGTH = 64
+
 _PRE_ORDER = {"a": 0, "b": 1, "rc": 2}
+
+# Parsed versions and specifiers by their text (bounded): the gate parses
+# the same few hundred strings over and over.
+_PARSED = {}
+_SPECIFIERS = {}
 
 
 class VersionError(ValueError):
@@ -36,10 +47,24 @@ class Version(object):
     def __init__(self, text):
         if not isinstance(text, str):
             raise VersionError("not a version string: %r" % (text,))
-        match = _VERSION_RE.match(text.strip())
+        cached = _PARSED.get(text)
+        if cached is not None:
+            self.__dict__.update(cached)
+            return
+        self._parse(text)
+        if len(_PARSED) < 4096:
+            _PARSED[text] = dict(self.__dict__)
+
+    def _parse(self, text):
+        stripped = text.strip()
+        if len(stripped) > MAX_VERSION_LENGTH:
+            raise VersionError("not a version: %d characters (at most %d)" % (len(stripped), MAX_VERSION_LENGTH))
+        match = _VERSION_RE.fullmatch(stripped)
         if not match:
             raise VersionError("not a version: %r" % (text,))
-        self.text = text.strip()
+        # text: as given, without surrounding whitespace and a leading 'v'
+        self.text = stripped[1:] if match.group("v") else stripped
+        self.prefixed = bool(match.group("v"))
         self.release = tuple(int(part) for part in match.group("release").split("."))
         pre = match.group("pre")
         self.pre = (_PRE_ORDER[pre], int(match.group("pre_n") or 0)) if pre else None
@@ -48,6 +73,19 @@ class Version(object):
         dev = match.group("dev")
         self.dev = int(dev or 0) if dev is not None else None
         self.local = match.group("local")
+
+    def canonical(self):
+        """The normalized spelling: '2.10.0', '5.0.0rc1', '2.8.3.post2', '2.10.0+cu128' (no 'v', no separators)."""
+        text = ".".join(str(part) for part in self.release)
+        if self.pre is not None:
+            text += ("a", "b", "rc")[self.pre[0]] + str(self.pre[1])
+        if self.post is not None:
+            text += ".post%d" % self.post
+        if self.dev is not None:
+            text += ".dev%d" % self.dev
+        if self.local:
+            text += "+" + self.local.lower()
+        return text
 
     def _key(self):
         # trailing zeros do not count: 2.10 == 2.10.0
@@ -65,6 +103,10 @@ class Version(object):
     def public(self):
         """The version without its local part ('2.10.0+cu128' -> '2.10.0')."""
         return self.text.split("+", 1)[0]
+
+    def public_canonical(self):
+        """canonical() without the local part."""
+        return self.canonical().split("+", 1)[0]
 
     @property
     def major(self):
@@ -115,6 +157,11 @@ def _coerce(value):
     return value if isinstance(value, Version) else Version(value)
 
 
+def normalize_version(text):
+    """The canonical spelling of a version ('v0.19.1 ' -> '0.19.1'); raises VersionError."""
+    return Version(text).canonical()
+
+
 def is_version(text):
     try:
         Version(text)
@@ -123,7 +170,7 @@ def is_version(text):
     return True
 
 
-_SPEC_RE = re.compile(r"^\s*(===|==|!=|~=|<=|>=|<|>)\s*([A-Za-z0-9_.+*-]+)\s*$")
+_SPEC_RE = re.compile(r"[ \t]*(===|==|!=|~=|<=|>=|<|>)[ \t]*([A-Za-z0-9_.+*-]+)[ \t]*")
 
 
 def _matches_wildcard(version, prefix_text):
@@ -165,11 +212,21 @@ def parse_specifier(spec):
     """Split '>=3.10,<3.14' into [('>=', '3.10'), ('<', '3.14')]; raises VersionError."""
     if not isinstance(spec, str):
         raise VersionError("not a specifier: %r" % (spec,))
+    cached = _SPECIFIERS.get(spec)
+    if cached is not None:
+        return list(cached)
+    clauses = _parse_specifier(spec)
+    if len(_SPECIFIERS) < 1024:
+        _SPECIFIERS[spec] = tuple(clauses)
+    return clauses
+
+
+def _parse_specifier(spec):
     clauses = []
     for raw in spec.split(","):
         if not raw.strip():
             continue
-        match = _SPEC_RE.match(raw)
+        match = _SPEC_RE.fullmatch(raw)
         if not match:
             raise VersionError("not a version specifier: %r" % raw.strip())
         operator, target = match.groups()

@@ -16,12 +16,23 @@ description:
   - Runs C(nvidia-smi) and returns what it reports as facts. Never changes anything on the host.
   - "Invocations: one C(--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total,pci.bus_id
     --format=csv,noheader,nounits) for the whole GPU list, then one plain C(nvidia-smi) whose header
-    carries the C(CUDA Version) (no query field exposes it)."
+    carries the driver's CUDA version (no query field exposes it)."
+  - "Header layouts read: C(Driver Version: X  CUDA Version: Y) (drivers up to the 595 series) and
+    C(KMD Version: X  CUDA UMD Version: Y) (610 and later). When the header gives no CUDA version,
+    C(nvidia-smi --version) is read (C(CUDA Version) or C(CUDA UMD version)), then C(nvidia-smi -q -x)
+    (C(cuda_version) or C(cuda_umd_version)); RV(ansible_facts.gpu_driver_cuda_version_source) says which.
+    A layout that gives no CUDA version at all is named in a warning, never a silent null."
   - Drivers that reject the C(compute_cap) query field (seen on 470.x) get a second query without it;
     the compute capability then comes from a product name table and
-    RV(ansible_facts.gpu_compute_cap_source) says C(name_table). C(nvidia-smi -q -x) is not used as a fallback, it has no compute capability element.
+    RV(ansible_facts.gpu_compute_cap_source) says C(name_table). A driver that rejects C(driver_version)
+    (deprecated in the 610 drivers) is asked for C(kmd_version) instead.
   - When the first query fails (driver not loaded, no devices) nothing else runs and the reason is in
     C(gpu_error).
+  - Every call runs with a deadline (O(timeout)). A call that does not answer in time is stopped with
+    its whole process group, and C(gpu_error) says that nvidia-smi did not answer. The task itself does
+    not fail, so a play reports that host's problem and goes on with the others.
+  - Bytes that are not UTF-8 in nvidia-smi's output are shown as U+FFFD with a warning that names
+    nvidia-smi.
   - A host without C(nvidia-smi) is not an error, it reports C(gpu_count=0).
 author:
   - gpufleet maintainers (@gpufleet)
@@ -32,6 +43,13 @@ options:
       - Default is C(nvidia-smi) found on C(PATH), C(/usr/bin), C(/usr/local/bin) or C(/usr/local/nvidia/bin).
       - When set, the file must exist, otherwise the module fails.
     type: path
+  timeout:
+    description:
+      - Seconds each C(nvidia-smi) call may take. A call still running then is stopped (SIGTERM to its
+        process group, SIGKILL 2 seconds later) and RV(ansible_facts.gpu_error) says so.
+      - A healthy driver answers in well under a second; a wedged GPU makes nvidia-smi hang for good.
+    type: int
+    default: 30
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
@@ -54,6 +72,10 @@ EXAMPLES = r"""
 - name: Use an nvidia-smi outside PATH
   gpufleet.llm_stack.gpu_facts:
     nvidia_smi_path: /usr/local/nvidia/bin/nvidia-smi
+
+- name: Give a slow host more time before it is reported as wedged
+  gpufleet.llm_stack.gpu_facts:
+    timeout: 90
 """
 
 RETURN = r"""
@@ -106,11 +128,24 @@ ansible_facts:
       type: str
       sample: "580.159.04"
     gpu_driver_cuda_version:
-      description: Newest CUDA the driver supports (the C(CUDA Version) of the nvidia-smi header).
+      description:
+        - Newest CUDA the driver supports (the C(CUDA Version), or C(CUDA UMD Version) on 610 and later
+          drivers, of the nvidia-smi header).
+        - Null when no output gave it; a warning then names the fields looked for.
       type: str
       sample: "13.0"
+    gpu_driver_cuda_version_source:
+      description:
+        - Where RV(ansible_facts.gpu_driver_cuda_version) came from, C(header) (plain nvidia-smi),
+          C(version) (C(nvidia-smi --version)) or C(xml) (C(nvidia-smi -q -x)); null when unknown.
+      type: str
+      sample: header
     gpu_error:
-      description: Null, or why nvidia-smi failed (for example the driver is not loaded).
+      description:
+        - Null, or why nvidia-smi failed (for example the driver is not loaded).
+        - When a call did not answer within O(timeout) it starts with
+          C(nvidia-smi did not answer within N seconds (a wedged GPU or driver?)); the GPUs listed
+          before that call stay in the facts.
       type: str
       sample: "nvidia-smi exited with 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.
         Make sure that the latest NVIDIA driver is installed and running."
@@ -130,15 +165,23 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvidia import read_gpus
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 
 SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"]
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(nvidia_smi_path=dict(type="path")),
+        argument_spec=dict(
+            nvidia_smi_path=dict(type="path"),
+            timeout=dict(type="int", default=30),
+        ),
         supports_check_mode=True,
     )
+    timeout = module.params["timeout"]
+    if timeout < 1:
+        module.fail_json(msg="timeout=%s: give the seconds each nvidia-smi call may take, 1 or more"
+                             " (the default is 30)" % timeout)
     explicit = module.params["nvidia_smi_path"]
     if explicit:
         if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
@@ -148,10 +191,12 @@ def main():
     else:
         smi = module.get_bin_path("nvidia-smi", opt_dirs=SEARCH_DIRS)
 
-    def run(args):
-        return module.run_command(args, environ_update={"LC_ALL": "C"})
+    env = dict(os.environ, LC_ALL="C")
 
-    facts, warnings = read_gpus(run, smi)
+    def run_smi(argv):
+        return run(argv, timeout=timeout, env=env)
+
+    facts, warnings = read_gpus(run_smi, smi, timeout)
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, ansible_facts=facts)

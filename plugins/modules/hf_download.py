@@ -23,7 +23,18 @@ description:
   - The client skips files its metadata marks as downloaded at that commit; huggingface_hub up to 1.16 also
     resumes C(<hash>.<etag>.incomplete) partial files with HTTP Range requests (later releases restart them).
     Reports C(changed) only when a file under the directory changed.
-  - On failure, the module fails with the last lines of the log.
+  - The client's output is collected and written to the log when it ends, each line with its credentials
+    masked (URL passwords, C(Authorization) values, Hugging Face tokens, the O(token), and the values of
+    O(environment) variables whose names hold C(TOKEN), C(KEY), C(SECRET), C(PASSWORD), C(PASSWD), C(AUTH) or
+    C(CREDENTIAL), switches such as C(0) or C(true) and values under 4 characters aside); so are the result and
+    every message.
+  - O(repo_id), O(revision), O(include), O(exclude), O(local_dir) and O(endpoint) are checked before anything
+    runs, so that no value can be read by the client as an option (such as C(--help)).
+  - >-
+    The files C(.llm_stack_manifest.json) and C(.llm_stack_manifest.json.tmp) at the top of the repository are
+    always excluded: the names belong to the manifest of M(gpufleet.llm_stack.hf_model_verify).
+  - On failure, the module fails with the last lines of the log. The client is stopped, with every process it
+    started, after O(timeout) seconds.
   - Meant to run with C(async) for large models.
 author:
   - gpufleet maintainers (@gpufleet)
@@ -33,7 +44,7 @@ options:
     type: path
     required: true
   repo_id:
-    description: Model repository id, C(ORG/NAME).
+    description: Model repository id, C(ORG/NAME) (the hub's rule, surrounding whitespace stripped).
     type: str
     required: true
   revision:
@@ -41,16 +52,16 @@ options:
     type: str
     required: true
   local_dir:
-    description: Directory to download into.
+    description: Directory to download into (an absolute path).
     type: path
     required: true
   include:
-    description: Glob patterns of files to fetch (C(--include)).
+    description: Glob patterns of files to fetch (C(--include)); none may start with C(-).
     type: list
     elements: str
     default: []
   exclude:
-    description: Glob patterns of files to leave out (C(--exclude)).
+    description: Glob patterns of files to leave out (C(--exclude)); none may start with C(-).
     type: list
     elements: str
     default: []
@@ -77,6 +88,13 @@ options:
     description: Extra environment variables for the client (for instance C(HF_HUB_DOWNLOAD_TIMEOUT)).
     type: dict
     default: {}
+  timeout:
+    description:
+      - Seconds the client may run; then it is stopped (with every process it started), the files fetched so
+        far are kept for the next run, and the module fails saying so.
+      - Keep it below the task's C(async) limit, so that the module reports the timeout itself.
+    type: int
+    default: 21000
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.changes
 """
@@ -102,9 +120,13 @@ cmd:
   type: list
   elements: str
 rc:
-  description: Exit status of the client.
+  description: Exit status of the client; null when it was stopped by O(timeout).
   returned: when it ran
   type: int
+timed_out:
+  description: Whether the client was stopped because it ran longer than O(timeout).
+  returned: when it ran
+  type: bool
 log_path:
   description: The log file.
   returned: always
@@ -123,13 +145,27 @@ changed_files:
 
 import datetime
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_hub import display_endpoint
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import RESERVED_PATHS
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 # Files of the client's own bookkeeping, not of the model.
 BOOKKEEPING = os.path.join(".cache", "huggingface")
+# Environment variables whose values are masked wherever they appear.
+SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class InputError(ValueError):
+    """Bad module input; the message names the option."""
 
 
 def snapshot(root):
@@ -154,6 +190,70 @@ def snapshot(root):
     return found
 
 
+def _plain(value):
+    return not any(ord(char) < 32 or ord(char) == 127 for char in value)
+
+
+def check_patterns(option, patterns):
+    for pattern in patterns:
+        if not pattern or not _plain(pattern):
+            raise InputError("%s: %s is not a usable glob pattern (empty, or with control characters)" % (
+                option, mask_credentials(repr(pattern))))
+        if pattern.startswith("-"):
+            raise InputError("%s: the pattern %s starts with '-', which the hf client would read as an option; "
+                             "write it without the leading '-' (for example '*%s')" % (
+                                 option, mask_credentials(repr(pattern)), mask_credentials(pattern.lstrip("-"))))
+
+
+def check_input(params):
+    """The normalized parameters; InputError naming the option otherwise. Runs nothing."""
+    checked = dict(params)
+    try:
+        checked["repo_id"] = hf_hub.normalize_repo_id(params["repo_id"])
+        checked["revision"] = hf_hub.normalize_revision(params["revision"])
+        checked["endpoint"] = hf_hub.normalize_endpoint(params["endpoint"])
+    except hf_hub.HubError as exc:
+        raise InputError(exc.message)
+    if not _plain(params["hf"]):
+        raise InputError("hf: %s is not a usable path (control characters)" % mask_credentials(repr(params["hf"])))
+    for option in ("local_dir", "log_path"):
+        value = params[option]
+        if not os.path.isabs(value) or not _plain(value):
+            raise InputError("%s: %s must be an absolute path (without control characters)" % (
+                option, mask_credentials(repr(value))))
+    check_patterns("include", params["include"])
+    check_patterns("exclude", params["exclude"])
+    for option, least in (("max_workers", 1), ("timeout", 1), ("log_tail_lines", 0)):
+        if params[option] < least:
+            raise InputError("%s: must be %d or more, got %d" % (option, least, params[option]))
+    for name, value in params["environment"].items():
+        if not ENV_NAME_RE.fullmatch(str(name)) or "\x00" in str(value):
+            raise InputError("environment: %s is not a usable environment variable (a name of letters, digits "
+                             "and '_', a value without NUL)" % mask_credentials(repr(str(name))))
+    return checked
+
+
+def secrets_of(params):
+    """Strings masked wherever they appear: the token, the endpoint's password, secret-looking variables."""
+    found = []
+    if params["token"]:
+        found.append(params["token"])
+    for name, value in params["environment"].items():
+        text = "" if value is None else str(value)
+        # A switch (HF_HUB_DISABLE_IMPLICIT_TOKEN=0) is no secret: masking every "0" would wreck the log.
+        if SECRET_NAME_RE.search(str(name)) and len(text) >= 4 and not text.isdigit() \
+                and text.lower() not in NOT_SECRETS:
+            found.append(text)
+    try:
+        userinfo = hf_hub.urlsplit(params["endpoint"] or "").netloc.rpartition("@")[0]
+    except ValueError:
+        userinfo = ""
+    password = userinfo.partition(":")[2]
+    if len(password) >= 4:
+        found.append(password)
+    return found
+
+
 def build_command(params):
     argv = [
         params["hf"], "download", params["repo_id"],
@@ -165,6 +265,8 @@ def build_command(params):
         argv.extend(["--include", pattern])
     for pattern in params["exclude"]:
         argv.extend(["--exclude", pattern])
+    for name in RESERVED_PATHS:
+        argv.extend(["--exclude", name])
     return argv
 
 
@@ -191,16 +293,27 @@ def client_environment(params):
     return env
 
 
-def tail(path, lines):
+def append_log(path, lines, secrets):
+    """Append lines to the log, each masked; the log is never opened through a symbolic link."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o640)
+    with os.fdopen(fd, "a") as log:
+        for line in lines:
+            log.write(mask_credentials(line, secrets) + "\n")
+
+
+def tail(path, lines, secrets=()):
+    if lines <= 0:
+        return []
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(size - 64 * 1024, 0))
             text = handle.read().decode("utf-8", "replace")
     except (IOError, OSError):
         return []
-    return text.splitlines()[-lines:]
+    return [mask_credentials(line, secrets) for line in text.splitlines()[-lines:]]
 
 
 def main():
@@ -218,47 +331,69 @@ def main():
             log_path=dict(type="path", required=True),
             log_tail_lines=dict(type="int", default=40),
             environment=dict(type="dict", default={}),
+            timeout=dict(type="int", default=21000),
         ),
         supports_check_mode=True,
     )
-    params = module.params
+    secrets = secrets_of(module.params)
+    result = dict(log_path=module.params["log_path"])
+    try:
+        params = check_input(module.params)
+    except InputError as exc:
+        module.fail_json(msg=mask_credentials(str(exc), secrets), cmd=[], **result)
     argv = build_command(params)
-    result = dict(cmd=argv, log_path=params["log_path"])
-    if params["max_workers"] < 1:
-        module.fail_json(msg="max_workers must be 1 or more, got %d" % params["max_workers"], **result)
+    result["cmd"] = [mask_credentials(arg, secrets) for arg in argv]
+    endpoint_shown = mask_credentials(hf_hub.display_endpoint(params["endpoint"]), secrets)
+    what = "hf download of %s at %s from %s" % (params["repo_id"], params["revision"], endpoint_shown)
     if module.check_mode:
         # The client may not be installed yet in check mode (its install was only reported).
         module.exit_json(changed=True, **result)
     if not os.access(params["hf"], os.X_OK):
-        module.fail_json(msg="%s is not an executable hf client (huggingface_hub >= 1.0)" % params["hf"], **result)
+        module.fail_json(msg="hf: %s is not an executable hf client (huggingface_hub >= 1.0)" % params["hf"], **result)
 
-    log_dir = os.path.dirname(params["log_path"])
-    if log_dir and not os.path.isdir(log_dir):
-        os.makedirs(log_dir, 0o750)
-    fd = os.open(params["log_path"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
-    with os.fdopen(fd, "a") as log:
-        log.write("=== %s %s (HF_ENDPOINT=%s)\n" % (
-            datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"), " ".join(argv), display_endpoint(params["endpoint"])))
+    log_path = params["log_path"]
+    try:
+        log_dir = os.path.dirname(log_path)
+        if log_dir and not os.path.isdir(log_dir):
+            os.makedirs(log_dir, 0o750)
+        append_log(log_path, ["=== %s %s (HF_ENDPOINT=%s)" % (
+            datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"), " ".join(result["cmd"]), endpoint_shown)], secrets)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="log_path: cannot write the log %s (%s); it must be a plain file (not a symbolic "
+                             "link) in a writable directory" % (log_path, exc.strerror or exc), **result)
 
     before = snapshot(params["local_dir"])
-    env = client_environment(params)
-    env["LLM_STACK_HF_LOG"] = params["log_path"]
-    # sh only redirects the output; the client's arguments hold no secret.
-    rc, _out, _err = module.run_command(
-        ["/bin/sh", "-c", 'exec "$@" >>"$LLM_STACK_HF_LOG" 2>&1', "hf-download"] + argv,
-        environ_update=env,
-    )
+    env = dict(os.environ)
+    env.update(client_environment(params))
+    # sh only merges stderr into stdout, in order; the client's arguments hold no secret.
+    proc = run(["/bin/sh", "-c", 'exec "$@" 2>&1', "hf-download"] + argv, timeout=params["timeout"], env=env)
     after = snapshot(params["local_dir"])
     changed_files = sorted(path for path in after if before.get(path) != after[path])
-    with open(params["log_path"], "a") as log:
-        log.write("=== exit status %d, %d file(s) changed\n" % (rc, len(changed_files)))
-    result.update(rc=rc, changed_files=changed_files)
-    if rc != 0:
-        lines = tail(params["log_path"], params["log_tail_lines"])
+    output = (proc.stdout or "").splitlines() + (proc.stderr or "").splitlines()
+    if proc.timed_out:
+        status = "stopped after %d seconds (timeout)" % params["timeout"]
+    elif proc.rc is None or proc.rc < 0 or (proc.rc != 0 and proc.error and not output):
+        status = "ended abnormally: %s" % (proc.error or "no exit status")
+    else:
+        status = "exit status %d" % proc.rc
+    try:
+        append_log(log_path, output + ["=== %s, %d file(s) changed" % (status, len(changed_files))], secrets)
+    except (IOError, OSError) as exc:
+        module.warn("Could not append to the log %s: %s" % (log_path, exc.strerror or exc))
+    result.update(rc=proc.rc, timed_out=proc.timed_out, changed_files=changed_files)
+    if proc.timed_out or proc.rc != 0:
+        count = params["log_tail_lines"]
+        lines = []
+        if count:
+            lines = tail(log_path, count, secrets) or [mask_credentials(line, secrets) for line in output[-count:]]
+        if proc.timed_out:
+            head = ("%s did not finish within %d seconds and was stopped (option timeout). The files fetched so far "
+                    "are kept, and the next run goes on from them; raise timeout (and the task's async limit) for a "
+                    "large model or a slow link." % (what, params["timeout"]))
+        else:
+            head = "%s failed (%s)." % (what, status)
         module.fail_json(
-            msg="hf download of %s at %s from %s failed (exit status %d). Last lines of %s:\n%s" % (
-                params["repo_id"], params["revision"], display_endpoint(params["endpoint"]), rc, params["log_path"],
-                "\n".join(lines)),
+            msg=mask_credentials("%s Last lines of %s:\n%s" % (head, log_path, "\n".join(lines)), secrets),
             changed=bool(changed_files), log_tail=lines, **result)
     module.exit_json(changed=bool(changed_files), **result)
 

@@ -20,20 +20,32 @@ description:
     C(hf download --include/--exclude) fetches.
   - For a gated repository, checks that the token can download its files.
   - Reads only; it changes nothing, on the host or on the hub.
-  - Error messages name the repository, the revision and the endpoint, never the token.
+  - Error messages name the repository, the revision and the endpoint, never the token; every message and
+    result goes through the collection's credential masking (URL passwords show as C(***)).
+  - >-
+    The token, and the user:password of O(endpoint), are sent only to the endpoint's own origin (scheme, host
+    and port). A redirect to another origin is followed without them; a C(Link: rel="next") page of the file
+    list on another origin is refused with an error (the list is read from the endpoint only). C(~/.netrc) is
+    not read.
+  - >-
+    A repository file named C(.llm_stack_manifest.json) (or C(.llm_stack_manifest.json.tmp)) at the top of the
+    repository is left out of RV(files) and reported in RV(skipped) with a warning: the name is that
+    of the manifest M(gpufleet.llm_stack.hf_model_verify) writes.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
   repo_id:
-    description: Model repository id, C(ORG/NAME).
+    description:
+      - Model repository id, C(ORG/NAME), checked against the hub's rule (ASCII letters, digits, C(.), C(_), C(-))
+        after surrounding whitespace is stripped.
     type: str
     required: true
   revision:
-    description: Commit SHA, branch or tag.
+    description: Commit SHA, branch or tag (ASCII letters, digits and C(_.+/-), not starting with C(-)).
     type: str
     default: main
   endpoint:
-    description: Base URL of the hub or mirror (what C(HF_ENDPOINT) would be).
+    description: Base URL of the hub or mirror (what C(HF_ENDPOINT) would be), C(http://) or C(https://).
     type: str
     default: https://huggingface.co
   token:
@@ -56,7 +68,7 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds to wait for each answer.
+    description: Seconds to wait for each answer (1 or more).
     type: int
     default: 60
   validate_certs:
@@ -106,9 +118,16 @@ gated:
   returned: success
   type: bool
 endpoint:
-  description: The endpoint asked, without credentials.
+  description: The endpoint asked, with any user:password shown as C(***).
   returned: always
   type: str
+skipped:
+  description: >-
+    Repository files left out because their name is reserved for the collection's manifest
+    (C(.llm_stack_manifest.json) and C(.llm_stack_manifest.json.tmp) at the top of the repository).
+  returned: success
+  type: list
+  elements: str
 files:
   description: The selected files, sorted by path.
   returned: success
@@ -160,10 +179,12 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 
 def make_fetch(timeout, validate_certs):
     def fetch(url, headers, method="GET"):
+        """One request, no redirect followed: hf_hub.request decides where the token may go."""
         try:
             response = open_url(
                 url,
@@ -171,10 +192,8 @@ def make_fetch(timeout, validate_certs):
                 headers=headers,
                 timeout=timeout,
                 validate_certs=validate_certs,
-                # API answers redirect within the endpoint (e.g. to a trailing
-                # slash); the access probe must not follow the file redirect
-                # to a CDN with the token.
-                follow_redirects="safe" if method == "GET" else "none",
+                follow_redirects="none",
+                use_netrc=False,
             )
             return response.getcode(), response.headers, response.read()
         except HTTPError as exc:
@@ -203,7 +222,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    endpoint_shown = hf_hub.display_endpoint(params["endpoint"])
+    secrets = [params["token"]] if params["token"] else []
+    endpoint_shown = mask_credentials(hf_hub.display_endpoint(params["endpoint"]), secrets)
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout: must be 1 or more seconds, got %d" % params["timeout"],
+                         changed=False, error=hf_hub.BAD_INPUT, endpoint=endpoint_shown)
     try:
         info = hf_hub.model_info(
             make_fetch(params["timeout"], params["validate_certs"]),
@@ -219,7 +242,18 @@ def main():
         result = dict(changed=False, error=exc.kind, endpoint=endpoint_shown)
         if exc.status is not None:
             result["status"] = exc.status
-        module.fail_json(msg=exc.message, **result)
+        module.fail_json(msg=mask_credentials(exc.message, secrets), **result)
+    except Exception as exc:  # pylint: disable=broad-except
+        # Last resort, so that no input ends in a traceback; hf_hub raises HubError for what it knows.
+        module.fail_json(
+            msg=mask_credentials("hf_model_info could not ask %s about %s: %s: %s" % (
+                endpoint_shown, params["repo_id"], type(exc).__name__, exc), secrets),
+            changed=False, error=hf_hub.UNAVAILABLE, endpoint=endpoint_shown)
+    for path in info["skipped"]:
+        module.warn(
+            "The repository %s lists a file named %s, the name of the manifest this collection writes into the "
+            "model directory; that file is left out (neither fetched nor checked)." % (info["repo_id"], path))
+    info["endpoint"] = mask_credentials(info["endpoint"], secrets)
     module.exit_json(changed=False, **info)
 
 

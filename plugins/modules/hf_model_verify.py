@@ -27,6 +27,13 @@ description:
   - O(write_manifest) writes a manifest (repo, revision, commit, files, sizes, digests) next to the files
     when, and only when, everything checks out. With an unchanged manifest and O(checksum=auto), large files
     whose size, mtime and inode are those recorded are not hashed again.
+  - Every path is resolved (C(realpath)) before use; a file or directory that leads outside O(path) (or
+    O(seed_from)) through a symbolic link makes the module fail before any change, naming the link.
+    Deleting removes a symbolic link itself, never what it points to; new files (the manifest's temporary
+    file, copies) are created with C(O_EXCL|O_NOFOLLOW), and the mode 0644 is set only on files created here.
+  - >-
+    A file named C(.llm_stack_manifest.json) or C(.llm_stack_manifest.json.tmp) at the top of O(files) is left
+    out with a warning: those names belong to the manifest.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -35,7 +42,7 @@ options:
     type: path
     required: true
   repo_id:
-    description: Model repository id, recorded in the manifest.
+    description: Model repository id, C(ORG/NAME), recorded in the manifest.
     type: str
     required: true
   revision:
@@ -43,11 +50,14 @@ options:
     type: str
     required: true
   commit:
-    description: The commit SHA the files belong to.
+    description: The commit SHA the files belong to (exactly 40 lower-case hex digits, surrounding whitespace stripped).
     type: str
     required: true
   files:
-    description: The expected files, as returned by M(gpufleet.llm_stack.hf_model_info) in C(files).
+    description:
+      - The expected files, as returned by M(gpufleet.llm_stack.hf_model_info) in C(files).
+      - Each item needs C(path) (relative, without C(..)) and C(size) (an integer, 0 or more); C(sha256)
+        (64 hex digits) and C(blob_id) (40 hex digits) are optional.
     type: list
     elements: dict
     required: true
@@ -177,27 +187,71 @@ manifest:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_local
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub, hf_local
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+_HEX40 = re.compile(r"[0-9a-f]{40}", re.ASCII)
+_HEX64 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 
 
-def normalize_files(module, files):
-    normalized = []
-    for item in files:
+class InputError(ValueError):
+    """Bad module input; the message names the option."""
+
+
+def _shown(value):
+    text = mask_credentials(repr(value))
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def normalize_files(files):
+    """(normalized entries, reserved paths left out); InputError naming the item otherwise."""
+    normalized, reserved, seen = [], [], set()
+    for index, item in enumerate(files):
+        where = "files: item %d (%s)" % (index, _shown(item))
+        if not isinstance(item, dict):
+            raise InputError("%s is not a dict with path and size" % where)
+        path, size = item.get("path"), item.get("size")
         try:
-            entry = {
-                "path": str(item["path"]),
-                "size": int(item["size"]),
-                "blob_id": item.get("blob_id") or None,
-                "sha256": item.get("sha256") or None,
-            }
-            hf_local.safe_join("/model", entry["path"])
-        except (KeyError, TypeError, ValueError) as exc:
-            module.fail_json(msg="files: every item needs a relative path and a size (%s): %r" % (exc, item))
-        normalized.append(entry)
-    return normalized
+            hf_local.check_relpath(path)
+        except hf_local.PathError as exc:
+            raise InputError("%s needs a relative path inside the model directory: %s" % (where, exc))
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise InputError("%s needs a size in bytes (an integer, 0 or more)" % where)
+        sha256 = item.get("sha256") or None
+        blob_id = item.get("blob_id") or None
+        if sha256 is not None and not (isinstance(sha256, str) and _HEX64.fullmatch(sha256)):
+            raise InputError("%s has a sha256 that is not 64 lower-case hex digits" % where)
+        if blob_id is not None and not (isinstance(blob_id, str) and _HEX40.fullmatch(blob_id)):
+            raise InputError("%s has a blob_id that is not 40 lower-case hex digits" % where)
+        if path in hf_local.RESERVED_PATHS:
+            reserved.append(path)
+            continue
+        if path in seen:
+            raise InputError("%s lists %s a second time" % (where, _shown(path)))
+        seen.add(path)
+        normalized.append({"path": path, "size": size, "blob_id": blob_id, "sha256": sha256})
+    return normalized, reserved
+
+
+def check_input(params):
+    """(repo_id, revision, commit, files, reserved) normalized; InputError naming the option otherwise."""
+    for option in ("path", "seed_from"):
+        if params[option] is not None and "\x00" in params[option]:
+            raise InputError("%s: %s is not a usable path (it holds a NUL byte)" % (option, _shown(params[option])))
+    try:
+        repo_id = hf_hub.normalize_repo_id(params["repo_id"])
+        revision = hf_hub.normalize_revision(params["revision"])
+        commit = hf_hub.normalize_commit(params["commit"])
+    except hf_hub.HubError as exc:
+        raise InputError(exc.message)
+    files, reserved = normalize_files(params["files"])
+    if not files:
+        raise InputError("files: is empty, nothing to check for %s" % repo_id)
+    return repo_id, revision, commit, files, reserved
 
 
 def main():
@@ -220,14 +274,25 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        repo_id, revision, commit, files, reserved = check_input(params)
+    except InputError as exc:
+        module.fail_json(msg=mask_credentials(str(exc)))
     root = os.path.abspath(params["path"])
-    files = normalize_files(module, params["files"])
-    if not files:
-        module.fail_json(msg="files is empty: nothing to check for %s" % params["repo_id"])
+    seed_from = os.path.abspath(params["seed_from"]) if params["seed_from"] else None
+    for path in reserved:
+        module.warn("files lists %s, the name of the manifest this module writes; that file is left out "
+                    "(neither checked nor kept)." % path)
 
-    report = hf_local.inspect(
-        root, files, checksum=params["checksum"],
-        expected_model_types=params["expected_model_types"], seed_from=params["seed_from"])
+    try:
+        report = hf_local.inspect(
+            root, files, checksum=params["checksum"],
+            expected_model_types=params["expected_model_types"], seed_from=seed_from)
+    except hf_local.PathError as exc:
+        module.fail_json(msg="path: %s. Nothing was changed." % mask_credentials(str(exc)))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="path: cannot read %s: %s. Nothing was changed." % (
+            root, mask_credentials(str(exc.strerror or exc))))
 
     planned = dict(report)
     planned["seedable"] = report["seedable"] if params["seed"] else []
@@ -242,15 +307,17 @@ def main():
                        + ["would remove stale partial download %s" % p for p in planned["stale_incomplete"]])
         else:
             try:
-                actions = hf_local.prepare(root, files, planned, seed_from=params["seed_from"])
+                actions = hf_local.prepare(root, files, planned, seed_from=seed_from)
+            except hf_local.PathError as exc:
+                module.fail_json(msg="path: %s" % mask_credentials(str(exc)), problems=report["problems"])
             except (IOError, OSError, ValueError) as exc:
-                module.fail_json(msg="Could not prepare %s: %s" % (root, exc), problems=report["problems"])
+                module.fail_json(msg="Could not prepare %s: %s" % (root, mask_credentials(str(exc))),
+                                 problems=report["problems"])
 
     manifest = None
     manifest_changed = False
     if report["ok"]:
-        manifest = hf_local.build_manifest(
-            params["repo_id"], params["revision"], params["commit"], files, report["stats"], report["model_type"])
+        manifest = hf_local.build_manifest(repo_id, revision, commit, files, report["stats"], report["model_type"])
         if params["write_manifest"]:
             if module.check_mode:
                 current = report["previous_manifest"]
@@ -259,10 +326,15 @@ def main():
                 try:
                     manifest_changed = hf_local.write_manifest(root, manifest)
                 except (IOError, OSError) as exc:
-                    module.fail_json(msg="Could not write the manifest in %s: %s" % (root, exc))
+                    module.fail_json(msg="Could not write the manifest in %s: %s" % (root, mask_credentials(str(exc))),
+                                     changed=bool(actions), actions=actions)
             if manifest_changed:
                 actions.append("wrote %s" % hf_local.MANIFEST_NAME)
 
+    try:
+        free = hf_local.free_bytes(root)
+    except (IOError, OSError):
+        free = 0
     result = dict(
         changed=bool(actions),
         ok=report["ok"],
@@ -273,7 +345,7 @@ def main():
         resumable_incomplete=report["resumable_incomplete"],
         stale_incomplete=report["stale_incomplete"],
         bytes_to_fetch=report["bytes_to_fetch"],
-        free_bytes=hf_local.free_bytes(root),
+        free_bytes=free,
         total_size=sum(entry["size"] for entry in files),
         model_type=report["model_type"],
         actions=actions,

@@ -18,6 +18,11 @@ description:
   - Never changes anything on the host. A host without any toolkit is not an error.
   - A toolkit's version comes from its C(version.json) (C(cuda.version); a build date in the third
     part, as in C(12.6.20241114), is dropped), else C(version.txt), else C(bin/nvcc --version).
+  - Every C(nvcc --version) runs with a deadline (O(timeout)); one that does not answer in time is
+    stopped with its whole process group and RV(ansible_facts.nvcc_error) (or, for a toolkit's own nvcc,
+    a warning) says so. The module does not fail for it.
+  - A dangling O(toolkit_root)/cuda link gives RV(ansible_facts.cuda_home_link) null, its target in
+    RV(ansible_facts.cuda_home_link_dangling), and a warning.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -38,6 +43,12 @@ options:
       - Directory that holds C(cuda-X.Y) toolkits and the C(cuda) link.
     type: path
     default: /usr/local
+  timeout:
+    description:
+      - Seconds each C(nvcc --version) may take. One still running then is stopped (SIGTERM to its
+        process group, SIGKILL 2 seconds later).
+    type: int
+    default: 20
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
@@ -80,7 +91,9 @@ ansible_facts:
       type: str
       sample: "13.0.88"
     nvcc_error:
-      description: Null, or why C(nvcc --version) failed.
+      description:
+        - Null, or why C(nvcc --version) failed.
+        - When it did not answer within O(timeout), C(<nvcc> did not answer within N seconds ...).
       type: str
       sample: null
     cuda_toolkits:
@@ -114,9 +127,14 @@ ansible_facts:
           nvcc: /usr/local/cuda-13.0/bin/nvcc
           source: version.json
     cuda_home_link:
-      description: Real path behind O(toolkit_root)/cuda, null when it does not exist.
+      description: Real path behind O(toolkit_root)/cuda, null when it does not exist or is a dangling link.
       type: str
       sample: /usr/local/cuda-13.0
+    cuda_home_link_dangling:
+      description:
+        - Where O(toolkit_root)/cuda points when that target does not exist (a dangling link), else null.
+      type: str
+      sample: /usr/local/cuda-12.9
 """
 
 import os
@@ -124,6 +142,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvcc import read_nvcc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 
 
 def main():
@@ -132,9 +151,14 @@ def main():
             nvcc_path=dict(type="path"),
             prefixes=dict(type="list", elements="path", default=[]),
             toolkit_root=dict(type="path", default="/usr/local"),
+            timeout=dict(type="int", default=20),
         ),
         supports_check_mode=True,
     )
+    timeout = module.params["timeout"]
+    if timeout < 1:
+        module.fail_json(msg="timeout=%s: give the seconds each nvcc --version may take, 1 or more"
+                             " (the default is 20)" % timeout)
     explicit = module.params["nvcc_path"]
     if explicit and not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
         module.fail_json(msg="nvcc_path=%s is not an executable file. Fix: point nvcc_path at a toolkit's bin/nvcc,"
@@ -142,10 +166,12 @@ def main():
                              % (explicit, module.params["toolkit_root"]))
     on_path = None if explicit else module.get_bin_path("nvcc")
 
-    def run(args):
-        return module.run_command(args, environ_update={"LC_ALL": "C"})
+    env = dict(os.environ, LC_ALL="C")
 
-    facts, warnings = read_nvcc(run, explicit, on_path, module.params["toolkit_root"], module.params["prefixes"])
+    def run_nvcc(argv):
+        return run(argv, timeout=timeout, env=env)
+
+    facts, warnings = read_nvcc(run_nvcc, explicit, on_path, module.params["toolkit_root"], module.params["prefixes"])
     for warning in warnings:
         module.warn(warning)
     module.exit_json(changed=False, ansible_facts=facts)

@@ -10,25 +10,42 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: stack_compat
-short_description: Check a GPU inference stack against the collection's compatibility matrix
+short_description: The gate of the stack, checking pins, host and role inputs before any change
 version_added: "0.1.0"
 description:
-  - A pure check that never touches the host; it runs the same anywhere, including
-    C(ansible localhost -m gpufleet.llm_stack.stack_compat -a ...).
-  - Checks driver against toolkit and torch's CUDA build, GPU compute capabilities against toolkit,
-    torch build and flash-attn, torch's CUDA builds and Python range, vLLM's exact torch pin, Python
-    range and transformers requirement, torch against nvcc major version (extension builds), flash-attn
-    floors, and Qwen3.5's vLLM and transformers floors and model ids.
-  - Returns every problem, not the first one. Each message names the variables involved
-    (C(llm_stack_*) pins, C(gpu_*) facts), the rule id, its source and the fix.
-  - It does not fail on an incompatible stack (C(ok=false)); the caller decides. It fails only on
-    malformed input, naming the option.
+  - A pure function of its options. It never touches a managed host; the only reads are of controller paths
+    given to it (O(runfile_src), O(torch_wheelhouse), O(flash_attn_wheelhouse)), so roles call it delegated to
+    localhost. It runs the same anywhere, including C(ansible localhost -m gpufleet.llm_stack.stack_compat -a ...).
+  - The checks come in parts (O(parts)). C(matrix), the default, checks the versions against the compatibility
+    matrix; driver against toolkit and torch's CUDA build, GPU compute capabilities against toolkit, torch build
+    and flash-attn, torch's CUDA builds and Python range, vLLM's exact torch pin, Python range and transformers
+    requirement, torch against nvcc major version (extension builds), flash-attn floors, and Qwen3.5's vLLM and
+    transformers floors and model ids.
+  - C(host) checks what preflight decides on the host; C(cuda_toolkit), C(torch) and C(flash_attn) check the
+    inputs of those roles with the checks each role would stop on. Preflight runs every part, each role runs
+    its own part with the same inputs, so a host that passes preflight passes every role's own validation.
+  - Versions are normalized in one place before any lookup (surrounding white space and a leading C(v)
+    dropped, ASCII digits only); parts that install need the canonical spelling and say which.
+  - Returns every problem, not the first one. Each message names the inventory variables involved
+    (C(llm_stack_*) pins, role variables, C(gpu_*) facts), the rule id, its source and a fix that can be applied
+    as written. When the pins fail, RV(suggested) is the complete stack nearest to them that passes the whole gate
+    for this host.
+  - It does not fail on an incompatible stack (RV(ok) false); the caller decides. It fails only on input that
+    cannot be read at all, naming the option.
   - Versions the matrix does not know (newer releases) give warnings (RV(compat_warnings)), not errors.
   - The rules and their sources are in C(plugins/module_utils/compat_matrix.py); C(docs/compat-matrix.md)
     is their readable form.
 author:
   - gpufleet maintainers (@gpufleet)
 options:
+  parts:
+    description:
+      - The parts of the gate to run, in any order. C(matrix) the versions; C(host) preflight's host checks;
+        C(cuda_toolkit), C(torch), C(flash_attn) each role's checks. Preflight runs all of them.
+    type: list
+    elements: str
+    choices: [matrix, host, cuda_toolkit, torch, flash_attn]
+    default: [matrix]
   gpus:
     description:
       - Compute capabilities of the host's GPUs, such as the C(gpu_compute_caps) fact (C(["9.0"])).
@@ -42,17 +59,18 @@ options:
     type: str
   cuda_version:
     description:
-      - CUDA toolkit to install, C(major.minor.patch) such as C(12.8.1) (C(llm_stack_cuda_version)).
+      - CUDA toolkit to install (C(llm_stack_cuda_version)). The matrix takes C(12.8) or C(12.8.1); part
+        C(cuda_toolkit) needs the full release C(X.Y.Z).
     type: str
     required: true
   torch_version:
     description:
-      - PyTorch release such as C(2.10.0) (C(llm_stack_torch_version)). A local part such as C(+cu128)
-        sets O(torch_cuda) when that is empty.
+      - PyTorch release such as C(2.10.0) (C(llm_stack_torch_version)). For the matrix, a local part such as
+        C(+cu128) sets O(torch_cuda) when that is empty; part C(torch) needs the plain release.
     type: str
   torch_cuda:
     description:
-      - CUDA build of torch (C(llm_stack_torch_cuda)), the wheel index name C(cu128), or C(12.8); C(cpu)
+      - CUDA build of torch (C(llm_stack_torch_cuda)), the wheel index tag C(cu128), or C(12.8); C(cpu)
         for a CPU build. Bare digits such as C(128) are refused as ambiguous.
     type: str
   python_version:
@@ -75,8 +93,191 @@ options:
     description:
       - Hugging Face repo id of the model to serve, such as C(Qwen/Qwen3.5-9B) (C(llm_stack_model)).
     type: str
+  gpu_count:
+    description:
+      - Part C(host). Number of GPUs nvidia-smi lists (the C(gpu_count) fact). Default the length of O(gpus).
+    type: int
+  gpu_error:
+    description:
+      - Part C(host). Why nvidia-smi failed (the C(gpu_error) fact); empty when it answered.
+    type: str
+  require_gpu:
+    description:
+      - Part C(host). Refuse a host without GPUs (C(preflight_require_gpu)); false for build hosts.
+    type: bool
+    default: true
+  cpu_only_test_host:
+    description:
+      - Part C(host). The host is a CPU-only test host (C(llm_stack_cpu_only_test_host)).
+    type: bool
+    default: false
+  arch_list:
+    description:
+      - Part C(host). The inventory's arch list override (C(llm_stack_torch_cuda_arch_list)), such as
+        C(8.0;9.0+PTX); empty to use the GPUs' own.
+    type: str
+  free_gb:
+    description:
+      - Part C(host). Free space in GiB on the filesystem that will hold O(prefix).
+    type: float
+  min_free_gb:
+    description:
+      - Part C(host). Free space the stack needs in GiB (C(preflight_min_free_gb)).
+    type: float
+  free_mount:
+    description:
+      - Part C(host). Mount point that O(free_gb) was measured on, for the message.
+    type: str
+    aliases: [space_mount]
+  prefix:
+    description:
+      - Part C(host). Where the stack lives (C(llm_stack_prefix)), for the message.
+    type: str
+  nvcc_version:
+    description:
+      - Part C(host). Release of the nvcc found on the host (C(nvcc_version) fact), for the warning when it is
+        not the pinned toolkit.
+    type: str
+  nvcc_path:
+    description:
+      - Part C(host). Path of that nvcc, for the same warning.
+    type: str
+  raw_pins:
+    description:
+      - Part C(host). The C(llm_stack_*) version pins as the inventory gave them (variable name to value). A value
+        that is not a string (an unquoted C(3.10) reads as the number C(3.1)) is refused with "quote it".
+    type: dict
+  toolkit_installed:
+    description:
+      - Part C(cuda_toolkit). The pinned toolkit release is already installed, so no runfile is needed.
+    type: bool
+    default: false
+  runfile_name:
+    description:
+      - Part C(cuda_toolkit). C(cuda_toolkit_runfile_name); empty to take it from the runfile table.
+    type: str
+  runfile_source:
+    description:
+      - Part C(cuda_toolkit). C(cuda_toolkit_runfile_source), C(url) or C(controller) (another value is reported
+        as a problem naming the variable).
+    type: str
+    default: url
+  runfile_checksum:
+    description:
+      - Part C(cuda_toolkit). C(cuda_toolkit_runfile_checksum), C(sha256:<hex>) or C(md5:<hex>).
+    type: str
+  runfile_src:
+    description:
+      - Part C(cuda_toolkit). C(cuda_toolkit_runfile_src), the runfile's path on the controller.
+    type: path
+  runfile_url:
+    description:
+      - Part C(cuda_toolkit). C(cuda_toolkit_runfile_url); empty for NVIDIA's download site.
+    type: str
+  interpreter:
+    description:
+      - Part C(torch). The C(interpreter) result of M(gpufleet.llm_stack.python_info) for the Python the venv is
+        created from (C(found), C(executable), C(version), C(venv), C(ensurepip), C(error)). Not checked when
+        omitted, or when O(venv_python) is set.
+    type: dict
+  host_pythons:
+    description:
+      - Part C(torch). Python versions (C(X.Y)) the host has with a working venv module, for RV(suggested) only; a
+        suggested stack takes its Python from them (or from the venv), never a Python the host lacks. When empty,
+        only the pinned Python and O(interpreter)'s are known.
+    type: list
+    elements: str
+    default: []
+  venv_python:
+    description:
+      - Part C(torch). Python version of the existing venv; empty when there is no venv yet.
+    type: str
+  torch_venv:
+    description:
+      - Part C(torch). The venv's path (C(torch_venv)), for the messages.
+    type: str
+  torch_python:
+    description:
+      - Part C(torch). The interpreter the venv is created from (C(torch_python)), for the messages.
+    type: str
+  torch_wheelhouse:
+    description:
+      - Part C(torch). C(torch_wheelhouse), a controller directory that must hold the torch wheel; empty when
+        torch comes from an index.
+    type: str
+  torch_extra_packages:
+    description:
+      - Part C(torch). C(torch_extra_packages), exact pins or bare names.
+    type: list
+    elements: str
+    default: []
+  flash_attn_source:
+    description:
+      - Part C(flash_attn). C(flash_attn_build_source), C(sdist) or C(git).
+    type: str
+    default: sdist
+  flash_attn_below_sm80:
+    description:
+      - C(flash_attn_build_below_sm80), C(skip) or C(fail). With C(skip), GPUs below sm80 give a warning (they
+        get no flash-attn); with C(fail), or when omitted for the matrix alone, an error.
+    type: str
+  flash_attn_arch_list:
+    description:
+      - Part C(flash_attn). The arch list flash-attn is built for (C(flash_attn_build_arch_list)); empty for the
+        GPUs' own.
+    type: str
+  flash_attn_wheelhouse:
+    description:
+      - Part C(flash_attn). C(flash_attn_build_wheelhouse), a controller directory that must hold the sdist.
+    type: str
+  flash_attn_build_requirements:
+    description:
+      - Part C(flash_attn). C(flash_attn_build_build_requirements), exact pins or bare names.
+    type: list
+    elements: str
+    default: []
+  flash_attn_runtime_requirements:
+    description:
+      - Part C(flash_attn). C(flash_attn_build_runtime_requirements), exact pins or bare names.
+    type: list
+    elements: str
+    default: []
+  extra_errors:
+    description:
+      - Problems found by a role's own validation, merged into the verdict (rule C(role-check)).
+    type: list
+    elements: str
+    default: []
+  extra_warnings:
+    description:
+      - Warnings of a role's own validation, merged into RV(compat_warnings).
+    type: list
+    elements: str
+    default: []
+  role_gates:
+    description:
+      - The registered results of the roles' own C(stack_compat) calls (their C(tasks/validate.yml)). The parts each
+        ran are run again here with the inputs it recorded (RV(inputs)), so their problems are in this verdict and
+        RV(suggested) passes them too (a role's pins are taken to follow the C(llm_stack_*) pins). A skipped result
+        is ignored.
+    type: list
+    elements: dict
+    default: []
+  facts:
+    description:
+      - Return RV(ansible_facts.llm_stack_host), O(contract) merged with the verdict.
+    type: bool
+    default: false
+  contract:
+    description:
+      - With O(facts), the keys of C(llm_stack_host) that the caller computed (C(gpu), C(cuda), C(venv),
+        C(python), C(cpu_only_test_host)); the gate adds C(ok), C(errors), C(warnings), C(suggested), C(stack),
+        C(arch_list) and C(arch_list_source).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.facts
 seealso:
   - module: gpufleet.llm_stack.gpu_facts
   - module: gpufleet.llm_stack.nvcc_facts
@@ -85,8 +286,8 @@ seealso:
 EXAMPLES = r"""
 - name: Check the pinned stack against this host's GPUs
   gpufleet.llm_stack.stack_compat:
-    gpus: "{{ gpu_compute_caps }}"
-    driver_version: "{{ gpu_driver_version }}"
+    gpus: "{{ ansible_facts['gpu_compute_caps'] }}"
+    driver_version: "{{ ansible_facts['gpu_driver_version'] }}"
     cuda_version: "{{ llm_stack_cuda_version }}"
     torch_version: "{{ llm_stack_torch_version }}"
     torch_cuda: "{{ llm_stack_torch_cuda }}"
@@ -97,10 +298,43 @@ EXAMPLES = r"""
     model: "{{ llm_stack_model }}"
   register: llm_stack_compat
 
-- name: Stop on an impossible stack, listing every problem
+- name: Stop on an impossible stack, listing every problem and the stack that would pass
   ansible.builtin.assert:
     that: llm_stack_compat.ok
-    fail_msg: "{{ llm_stack_compat.errors }}"
+    fail_msg: "{{ llm_stack_compat.errors + [llm_stack_compat.suggested_group_vars] }}"
+
+- name: The torch role's own part, on the controller (wheelhouse paths are controller paths)
+  gpufleet.llm_stack.stack_compat:
+    parts: [torch]
+    cuda_version: "{{ llm_stack_cuda_version }}"
+    torch_version: "{{ torch_version }}"
+    torch_cuda: "{{ torch_cuda }}"
+    python_version: "{{ torch_python_version }}"
+    gpus: "{{ ansible_facts['gpu_compute_caps'] | default([], true) }}"
+    driver_version: "{{ ansible_facts['gpu_driver_version'] | default(omit, true) }}"
+    interpreter: "{{ torch_python_info.interpreter }}"
+    venv_python: "{{ torch_python_info.venv.python_version }}"
+    torch_wheelhouse: "{{ torch_wheelhouse }}"
+    torch_extra_packages: "{{ torch_extra_packages }}"
+  delegate_to: localhost
+  register: torch_gate
+
+- name: Every part, with the verdict as the fact the roles read
+  gpufleet.llm_stack.stack_compat:
+    parts: [matrix, host, cuda_toolkit, torch, flash_attn]
+    gpus: "{{ ansible_facts['gpu_compute_caps'] }}"
+    gpu_count: "{{ ansible_facts['gpu_count'] }}"
+    cuda_version: "{{ llm_stack_cuda_version }}"
+    torch_version: "{{ llm_stack_torch_version }}"
+    torch_cuda: "{{ llm_stack_torch_cuda }}"
+    python_version: "{{ llm_stack_python_version }}"
+    arch_list: "{{ llm_stack_torch_cuda_arch_list }}"
+    raw_pins:
+      llm_stack_python_version: "{{ llm_stack_python_version }}"
+    facts: true
+    contract:
+      venv: "{{ llm_stack_venv }}"
+  delegate_to: localhost
 
 # From the command line:
 # ansible localhost -m gpufleet.llm_stack.stack_compat \
@@ -109,7 +343,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ok:
-  description: True when no rule reports an error.
+  description: True when no check reports an error.
   returned: always
   type: bool
   sample: false
@@ -132,21 +366,166 @@ compat_warnings:
     - "llm_stack_flash_attn_version=2.6.3: flash-attn 2.6.3 has no CUDA/torch floors in the matrix (known: 2.8.x
       (to 2.8.3.post2)); only the sm80 floor is checked [rule flash-attn-known; source:
       https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/README.md]"
+problems:
+  description: Every error and warning with its rule, the part that found it, its severity and the variables it names.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    rule:
+      description: Rule id (C(docs/compat-matrix.md)).
+      type: str
+      sample: vllm-torch-pin
+    part:
+      description: The part that found it, C(matrix), C(host), C(cuda_toolkit), C(torch), C(flash_attn), or C(extra).
+      type: str
+      sample: matrix
+    severity:
+      description: C(error) or C(warning).
+      type: str
+      sample: error
+    variables:
+      description: Inventory variables and facts the message names.
+      type: list
+      elements: str
+      sample: [llm_stack_torch_version, llm_stack_vllm_version]
+    msg:
+      description: The message, as in RV(errors) or RV(compat_warnings).
+      type: str
+      sample: "llm_stack_torch_version=2.3.1 / llm_stack_vllm_version=0.19.1: vLLM 0.19.1 pins torch==2.10.0 ..."
 torch_cuda_arch_list:
   description: TORCH_CUDA_ARCH_LIST for O(gpus) (no C(+PTX)); empty without GPUs.
   returned: always
   type: str
   sample: "8.0;9.0"
+suggested:
+  description:
+    - When the pins fail, the complete stack nearest to them that passes every part run, for this host (its GPUs,
+      driver, Python); null when the pins pass or nothing passes (a host problem that no pin fixes).
+  returned: always
+  type: dict
+  sample:
+    cuda_version: "12.8.1"
+    torch_version: "2.10.0"
+    torch_cuda: cu128
+    python_version: "3.12"
+    flash_attn_version: "2.8.3"
+    vllm_version: "0.19.1"
+    transformers_version: "5.5.4"
+    model: Qwen/Qwen3.5-9B
+suggested_group_vars:
+  description: RV(suggested) as a ready-to-paste group_vars block (versions quoted, changes marked); empty without one.
+  returned: always
+  type: str
+  sample: "llm_stack_cuda_version: \"12.8.1\"  # was \"12.1\"\nllm_stack_torch_version: \"2.10.0\"  # was \"2.3.1\"\n"
+normalized:
+  description: The pins in their canonical spelling (C(v) dropped, tag form for the build), as every part read them.
+  returned: always
+  type: dict
+  contains:
+    cuda_version:
+      description: CUDA toolkit release.
+      type: str
+      sample: "12.8.1"
+    cuda_major_minor:
+      description: Its major.minor.
+      type: str
+      sample: "12.8"
+    torch_version:
+      description: torch release without a local label.
+      type: str
+      sample: "2.10.0"
+    torch_cuda:
+      description: torch's build as the index tag, C(cpu), or empty.
+      type: str
+      sample: cu128
+    torch_cuda_version:
+      description: The CUDA version of that build; empty for C(cpu) or none.
+      type: str
+      sample: "12.8"
+    python_version:
+      description: Python version.
+      type: str
+      sample: "3.12"
+    flash_attn_version:
+      description: flash-attn release, empty when none.
+      type: str
+      sample: "2.8.3"
+    vllm_version:
+      description: vLLM release, empty when none.
+      type: str
+      sample: "0.19.1"
+    transformers_version:
+      description: transformers release, empty when none.
+      type: str
+      sample: "5.5.4"
+    model:
+      description: Model repo id, empty when none.
+      type: str
+      sample: Qwen/Qwen3.5-9B
+cuda_runfile:
+  description: NVIDIA's runfile for the pinned release (C(cuda_toolkit_runfile_name)/C(cuda_toolkit_runfile_url) where set),
+    null when no name is known or the release is not C(X.Y.Z).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: File name.
+      type: str
+      sample: cuda_12.8.1_570.124.06_linux.run
+    url:
+      description: Where the hosts download it.
+      type: str
+      sample: https://developer.download.nvidia.com/compute/cuda/12.8.1/local_installers/cuda_12.8.1_570.124.06_linux.run
+    driver:
+      description: The driver bundled with the release.
+      type: str
+      sample: "570.124.06"
+inputs:
+  description:
+    - The options this call's parts read (empty ones left out), for O(role_gates) of a later call.
+  returned: always
+  type: dict
+  sample:
+    parts: [cuda_toolkit]
+    cuda_version: "12.8.1"
+    toolkit_installed: false
+    runfile_source: url
+ansible_facts:
+  description: With O(facts), the contract the roles read.
+  returned: when O(facts) is true
+  type: dict
+  contains:
+    llm_stack_host:
+      description:
+        - O(contract) merged with C(ok), C(errors), C(warnings), C(suggested), C(stack), C(arch_list) and
+          C(arch_list_source).
+        - C(stack) holds the normalized pins C(cuda_version), C(torch_version), C(torch_cuda), C(python_version),
+          C(flash_attn_version), C(vllm_version), C(transformers_version) and C(model).
+        - C(arch_list) is the inventory's override when set, else the GPUs' own; C(arch_list_source) says which
+          (C(inventory) or C(gpus)).
+      type: dict
+      sample:
+        ok: true
+        errors: []
+        warnings: []
+        suggested: null
+        stack: {cuda_version: "12.8.1", torch_version: "2.10.0", torch_cuda: cu128, python_version: "3.12"}
+        arch_list: "9.0"
+        arch_list_source: gpus
+        venv: /opt/llm-stack/venv
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import StackInputError, check_stack
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import StackInputError
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate import PARTS, host_facts, run_gate
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            parts=dict(type="list", elements="str", choices=list(PARTS), default=["matrix"]),
             gpus=dict(type="list", elements="str", default=[]),
             driver_version=dict(type="str"),
             cuda_version=dict(type="str", required=True),
@@ -157,11 +536,49 @@ def main():
             vllm_version=dict(type="str"),
             transformers_version=dict(type="str"),
             model=dict(type="str"),
+            gpu_count=dict(type="int"),
+            gpu_error=dict(type="str"),
+            require_gpu=dict(type="bool", default=True),
+            cpu_only_test_host=dict(type="bool", default=False),
+            arch_list=dict(type="str"),
+            free_gb=dict(type="float"),
+            min_free_gb=dict(type="float"),
+            free_mount=dict(type="str", aliases=["space_mount"]),
+            prefix=dict(type="str"),
+            nvcc_version=dict(type="str"),
+            nvcc_path=dict(type="str"),
+            raw_pins=dict(type="dict"),
+            toolkit_installed=dict(type="bool", default=False),
+            runfile_name=dict(type="str"),
+            runfile_source=dict(type="str", default="url"),
+            runfile_checksum=dict(type="str", no_log=False),
+            runfile_src=dict(type="path"),
+            runfile_url=dict(type="str"),
+            interpreter=dict(type="dict"),
+            host_pythons=dict(type="list", elements="str", default=[]),
+            venv_python=dict(type="str"),
+            torch_venv=dict(type="str"),
+            torch_python=dict(type="str"),
+            torch_wheelhouse=dict(type="str"),
+            torch_extra_packages=dict(type="list", elements="str", default=[]),
+            flash_attn_source=dict(type="str", default="sdist"),
+            flash_attn_below_sm80=dict(type="str"),
+            flash_attn_arch_list=dict(type="str"),
+            flash_attn_wheelhouse=dict(type="str"),
+            flash_attn_build_requirements=dict(type="list", elements="str", default=[]),
+            flash_attn_runtime_requirements=dict(type="list", elements="str", default=[]),
+            extra_errors=dict(type="list", elements="str", default=[]),
+            extra_warnings=dict(type="list", elements="str", default=[]),
+            role_gates=dict(type="list", elements="dict", default=[]),
+            facts=dict(type="bool", default=False),
+            contract=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
     try:
-        result = check_stack(module.params)
+        result = run_gate(module.params)
+        if module.params["facts"]:
+            result["ansible_facts"] = {"llm_stack_host": host_facts(module.params, result)}
     except StackInputError as exc:
         module.fail_json(msg="Invalid option %s" % exc, option=exc.option)
     module.exit_json(changed=False, **result)

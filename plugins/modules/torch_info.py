@@ -19,11 +19,16 @@ description:
     versions of named distributions, and whether the driver's C(libcuda.so.1)
     can be loaded.
   - Checks the result against the pinned torch version and CUDA build and
-    the host's GPUs, and names each problem with its fix
-    (C(cpu_only_build), C(cuda_build_newer_than_driver),
+    the host's GPUs and driver (the driver rule of M(gpufleet.llm_stack.stack_compat)), and names each problem
+    with its fix (C(cpu_only_build), C(cuda_build_newer_than_driver),
     C(libcuda_unresolvable), ...). On a host without GPUs the GPU checks are
     reported as skipped, with the reason.
-  - Changes nothing; the same in check mode.
+  - Says whether the torch role must install (RV(needs_install)) and gives the role's report (RV(report)), so that
+    the role decides nothing itself.
+  - Hosts without GPUs need no import of torch on a re-run. With I(use_record) the C++11 ABI and the arch list come
+    from the record of the last full import, as long as it describes the torch installed now.
+  - The interpreter a venv is made from is read by M(gpufleet.llm_stack.python_info).
+  - Changes nothing, except the record with I(write_record).
 version_added: "0.1.0"
 author:
   - gpufleet maintainers (@gpufleet)
@@ -32,29 +37,26 @@ options:
     description: Path of the virtualenv. A missing venv is reported, not an error.
     type: path
     required: true
-  python:
-    description:
-      - Interpreter the venv is to be created from (name on C(PATH) or path).
-        When given and the venv does not exist yet, its version and whether
-        it has the C(venv) and C(ensurepip) modules are reported under
-        C(interpreter); null once the venv exists, whose own Python is then
-        reported under C(python).
-    type: str
   import_torch:
     description:
-      - Import torch to read its CUDA view (availability, devices, arch list,
-        C++11 ABI). With C(false) only C(torch/version.py) is read, which is
-        fast and needs no driver.
+      - Import torch to read its CUDA view (availability, devices, arch list, C++11 ABI).
+      - With C(false), only C(torch/version.py) is read (fast, no driver needed), plus the record with I(use_record).
+      - Unset, torch is imported on hosts with GPUs (I(gpu_count) above 0) and not on the others.
+    type: bool
+  use_record:
+    description:
+      - Without an import, take the C++11 ABI and the arch list from the record of the last full import (kept in the
+        venv by I(write_record)) when it describes the torch installed now (same version, same sizes and times of
+        C(version.py) and C(_C*.so), same Python); C(torch.from_record) then names it. When it does not (or there is
+        none), torch is imported after all.
     type: bool
     default: true
-  record:
+  write_record:
     description:
-      - A file where an earlier full reading of this torch was recorded (the torch role writes
-        C(<venv>/.llm_stack/torch.json)). With I(import_torch=false), the C++11 ABI and the arch list are
-        taken from it when it describes the torch installed now (same version, same sizes and times of
-        C(version.py) and C(_C*.so), same Python); C(torch.from_record) then names the file. When it does
-        not (or is missing), torch is imported after all.
-    type: path
+      - After an import of torch that found no problem, write the record when it differs from the one in the venv
+        (RV(changed) then; not in check mode).
+    type: bool
+    default: false
   distributions:
     description: Distribution names whose installed version (and C(direct_url.json)) to report.
     type: list
@@ -77,28 +79,35 @@ options:
     type: str
   expect_local:
     description:
-      - Local label of the expected build, C(cu128) for the CUDA 12.8 build, C(cpu) for the CPU build.
+      - Local label of the expected build, C(cu128) (or C(12.8)) for the CUDA 12.8 build, C(cpu) for the CPU build.
     type: str
   index_url:
-    description: Index the fix messages point at.
+    description: Index the messages point at (credentials are masked).
+    type: str
+  wheelhouse:
+    description: Host directory of wheels torch is installed from instead of an index, for the messages.
+    type: str
+  pip_spec:
+    description:
+      - What the torch role asks pip for (C(torch_pip_spec)); empty for C(torch==VERSION+BUILD), the build being
+        I(expect_local), or C(cpu) on a CPU-only test host without GPUs. Returned in RV(install).
     type: str
   gpu_count:
-    description: Number of NVIDIA GPUs on the host (fact C(gpu_count) of M(gpufleet.llm_stack.gpu_facts)).
+    description: Number of NVIDIA GPUs on the host (C(llm_stack_host.gpu.count), or the C(gpu_count) fact).
     type: int
     default: 0
   compute_caps:
-    description: Compute capabilities of the host's GPUs (C(gpu_compute_caps)).
+    description: Compute capabilities of the host's GPUs (C(llm_stack_host.gpu.compute_caps) or C(gpu_compute_caps)).
     type: list
     elements: str
     default: []
-  driver_cuda_version:
-    description: Newest CUDA the driver supports (C(gpu_driver_cuda_version)).
+  driver_version:
+    description: The NVIDIA driver's version (C(gpu_driver_version)); the driver rule is skipped when empty.
     type: str
   set_facts:
     description:
       - Return what the probe saw as the C(torch_info) fact. With C(false) it
-        is only returned as C(info), and an earlier C(torch_info) fact (say
-        from a full probe) is kept.
+        is only returned as C(info).
     type: bool
     default: true
   cpu_only_test_host:
@@ -107,10 +116,19 @@ options:
         C(llm_stack_cpu_only_test_host); never true on a real fleet.
     type: bool
     default: false
+  timeout:
+    description: Seconds the probe (an import of torch) may take; then its process group is killed and the module fails.
+    type: int
+    default: 300
 extends_documentation_fragment:
-  - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
 attributes:
+  check_mode:
+    support: full
+    description: Only reads; the record is not written in check mode (RV(changed) says it would be).
+  diff_mode:
+    support: none
+    description: No diff is produced.
   facts:
     support: full
     description: Returns ansible_facts (unless I(set_facts=false)).
@@ -118,6 +136,7 @@ notes:
   - Facts are returned as one dictionary, C(torch_info), so that they never
     shadow the C(torch_*) variables of the torch role.
 seealso:
+  - module: gpufleet.llm_stack.python_info
   - module: gpufleet.llm_stack.gpu_facts
 """
 
@@ -125,24 +144,25 @@ EXAMPLES = r"""
 - name: Read the venv's torch and check it against the stack
   gpufleet.llm_stack.torch_info:
     venv: /opt/llm-stack/venv
-    python: python3.12
     expect_version: "2.10.0"
     expect_local: cu128
-    gpu_count: "{{ gpu_count }}"
-    compute_caps: "{{ gpu_compute_caps }}"
-    driver_cuda_version: "{{ gpu_driver_cuda_version }}"
-  register: torch_probe
+    gpu_count: "{{ ansible_facts['gpu_count'] }}"
+    compute_caps: "{{ ansible_facts['gpu_compute_caps'] }}"
+    driver_version: "{{ ansible_facts['gpu_driver_version'] }}"
+    write_record: true
+  register: torch_state
 
 - name: Fail with every problem and its fix
   ansible.builtin.fail:
-    msg: "{{ torch_probe.problems | map(attribute='msg') | join('\n') }}"
-  when: torch_probe.problems | length > 0
+    msg: "{{ torch_state.failure }}"
+  when: not torch_state.ok
 
 - name: Versions of flash-attn and its build tools, without importing torch
   gpufleet.llm_stack.torch_info:
     venv: /opt/llm-stack/venv
     import_torch: false
     requirements: [einops, ninja, "packaging", "psutil"]
+    set_facts: false
 """
 
 RETURN = r"""
@@ -159,7 +179,8 @@ problems:
   elements: dict
   sample: [{"name": "cpu_only_build", "msg": "torch 2.10.0+cpu is the CPU-only build ... Fix: ..."}]
 notes:
-  description: Things worth saying that are not problems (CPU build accepted on a CPU-only test host).
+  description: Things worth saying that are not problems (CPU build accepted on a CPU-only test host, a driver that
+    runs the build only through minor version compatibility).
   returned: always
   type: list
   elements: str
@@ -168,6 +189,41 @@ gpu_checks:
   returned: always
   type: str
   sample: "skipped: CPU-only test host (llm_stack_cpu_only_test_host)"
+ok:
+  description: No problem and no unmet requirement.
+  returned: always
+  type: bool
+needs_install:
+  description:
+    - Whether the torch role installs torch here; true when there is no venv, torch is missing, does not load, is of
+      another release or build, or a requirement is unmet.
+  returned: always
+  type: bool
+failure:
+  description: The problems and unmet requirements as one message, each with its fix; empty when RV(ok).
+  returned: always
+  type: str
+report:
+  description:
+    - The torch role's report; the torch found (version, CUDA, C++11 ABI, Python), the GPU checks and, on GPU hosts,
+      what the import saw (C(torch.cuda.is_available()), the devices' capabilities, C(torch.cuda.get_arch_list()));
+      in check mode, what would be installed; then the notes.
+  returned: always
+  type: list
+  elements: str
+install:
+  description:
+    - What the torch role installs when RV(needs_install); C(build) (the tag, C(cpu) on a CPU-only test host without
+      GPUs), C(spec) (what pip is asked for), C(default_index_url) (PyTorch's index of that build, used when no index
+      is set) and C(source) (where from, for the messages, credentials masked).
+  returned: always
+  type: dict
+  sample: {build: cu128, spec: torch==2.10.0+cu128, default_index_url: "https://download.pytorch.org/whl/cu128",
+           source: "https://download.pytorch.org/whl/cu128"}
+record_written:
+  description: Whether the record was written (or, in check mode, would be).
+  returned: always
+  type: bool
 info:
   description: Same as the C(torch_info) fact; returned also with I(set_facts=false).
   returned: always
@@ -187,11 +243,6 @@ ansible_facts:
         venv_exists:
           description: Whether the venv has a C(bin/python).
           type: bool
-        interpreter:
-          description:
-            - The I(python) interpreter (C(version), C(executable), C(venv), C(ensurepip), C(found)); null without
-              I(python) or when the venv exists.
-          type: dict
         python:
           description: The venv's Python (C(version), C(abi_tag) such as C(cp312), C(executable), C(prefix)); null without venv.
           type: dict
@@ -202,7 +253,7 @@ ansible_facts:
               C(cuda_available), C(cuda_warnings), C(devices) (list of C(index), C(name), C(capability),
               C(memory_total_mib)), C(arch_list); C(error) when it does not load.
             - C(signature) identifies the install (sizes and times of C(version.py) and C(_C*.so), Python version);
-              C(from_record) names the I(record) the C++11 ABI and arch list came from, without an import.
+              C(from_record) names the record the C++11 ABI and arch list came from, without an import.
           type: dict
           sample:
             version: 2.11.0+cu130
@@ -224,37 +275,33 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe
-
-
-def run_probe(module, python, script, payload=None):
-    argv = [python, "-I", "-c", script]
-    if payload is not None:
-        argv.append(json.dumps(payload))
-    rc, out, err = module.run_command(argv, environ_update={"PYTHONWARNINGS": "ignore"})
-    if rc != 0:
-        raise torch_probe.ProbeError("%s exited with %d: %s" % (python, rc, (err or out).strip()[-800:]))
-    return torch_probe.parse_probe_output(out)
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import run_probe
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             venv=dict(type="path", required=True),
-            python=dict(type="str"),
-            import_torch=dict(type="bool", default=True),
-            record=dict(type="path"),
+            import_torch=dict(type="bool"),
+            use_record=dict(type="bool", default=True),
+            write_record=dict(type="bool", default=False),
             distributions=dict(type="list", elements="str", default=[]),
             requirements=dict(type="list", elements="str", default=[]),
             verify_files=dict(type="bool", default=False),
             expect_version=dict(type="str"),
             expect_local=dict(type="str"),
             index_url=dict(type="str"),
+            wheelhouse=dict(type="str"),
+            pip_spec=dict(type="str"),
             gpu_count=dict(type="int", default=0),
             compute_caps=dict(type="list", elements="str", default=[]),
-            driver_cuda_version=dict(type="str"),
+            driver_version=dict(type="str"),
             cpu_only_test_host=dict(type="bool", default=False),
             set_facts=dict(type="bool", default=True),
+            timeout=dict(type="int", default=300),
         ),
         supports_check_mode=True,
     )
@@ -263,50 +310,71 @@ def main():
         req_names = [torch_probe.parse_requirement(r)[0] for r in p["requirements"]]
     except ValueError as e:
         module.fail_json(msg="requirements: %s" % e)
-
-    info = {"venv": p["venv"], "venv_exists": False, "interpreter": None, "python": None,
-            "torch": None, "distributions": {}, "libcuda": None}
-
-    venv_python = os.path.join(p["venv"], "bin", "python")
-    if p["python"] and not os.access(venv_python, os.X_OK):
-        exe = p["python"] if os.path.sep in p["python"] else module.get_bin_path(p["python"])
-        if not exe:
-            info["interpreter"] = {"found": False, "name": p["python"]}
-        else:
-            try:
-                info["interpreter"] = dict(run_probe(module, exe, torch_probe.INTERPRETER_SCRIPT), found=True, name=p["python"])
-            except torch_probe.ProbeError as e:
-                info["interpreter"] = {"found": False, "name": p["python"], "error": str(e)}
-
-    unmet = list(p["requirements"])
-    if os.access(venv_python, os.X_OK):
-        info["venv_exists"] = True
-        names = list(dict.fromkeys(list(p["distributions"]) + req_names))
+    expect_local = p["expect_local"]
+    if expect_local:
         try:
-            probed = run_probe(module, venv_python, torch_probe.PROBE_SCRIPT,
-                               {"import_torch": p["import_torch"], "distributions": names, "verify_files": p["verify_files"],
-                                "record": p["record"]})
-        except (torch_probe.ProbeError, ValueError) as e:
+            expect_local = compat.torch_cuda_tag(expect_local)
+        except compat.StackInputError as e:
+            module.fail_json(msg="expect_local: %s" % str(e).split(": ", 1)[-1])
+    if p["timeout"] < 1:
+        module.fail_json(msg="timeout must be 1 or more seconds, got %d" % p["timeout"])
+    index_url = mask_credentials(p["index_url"]) if p["index_url"] else None
+    venv = p["venv"]
+
+    info = {"venv": venv, "venv_exists": False, "python": None, "torch": None, "distributions": {}, "libcuda": None}
+    venv_python = os.path.join(venv, "bin", "python")
+    unmet = list(p["requirements"])
+    if os.path.isfile(venv_python) and os.access(venv_python, os.X_OK):
+        info["venv_exists"] = True
+        import_torch = p["import_torch"] if p["import_torch"] is not None else p["gpu_count"] > 0
+        payload = {"import_torch": import_torch, "verify_files": p["verify_files"],
+                   "distributions": list(dict.fromkeys(list(p["distributions"]) + req_names)),
+                   "record": torch_probe.record_path(venv) if p["use_record"] else None}
+        try:
+            probed = run_probe(venv_python, torch_probe.PROBE_SCRIPT, [json.dumps(payload)], timeout=p["timeout"])
+        except torch_probe.ProbeError as e:
             module.fail_json(msg="Cannot probe the venv %s: %s. Fix: recreate the venv (remove it and run the torch role)."
-                             % (p["venv"], e), info=info)
+                             % (venv, e), info=info)
         info.update(probed)
         if info["torch"]:
             info["torch"]["cuda_build"] = torch_probe.cuda_build_tag(info["torch"].get("cuda"))
         unmet = torch_probe.unmet_requirements(p["requirements"], info["distributions"])
 
-    if p["expect_version"] is None and p["expect_local"] is None:
+    if p["expect_version"] is None and expect_local is None:
         problems, notes, gpu_checks = [], [], "not requested (no expect_version or expect_local)"
     else:
         problems, notes, gpu_checks = torch_probe.diagnose(
             info if info["venv_exists"] else {},
-            expect_version=p["expect_version"], expect_local=p["expect_local"], index_url=p["index_url"],
-            gpu_count=p["gpu_count"], driver_cuda_version=p["driver_cuda_version"],
+            expect_version=p["expect_version"], expect_local=expect_local, index_url=index_url,
+            wheelhouse=p["wheelhouse"], gpu_count=p["gpu_count"], driver_version=p["driver_version"],
             compute_caps=p["compute_caps"], cpu_only_test_host=p["cpu_only_test_host"])
     if not info["venv_exists"]:
         problems = [{"name": "venv_missing", "msg": "%s is not a virtualenv (no bin/python). Fix: run the torch role, "
-                     "which creates it." % p["venv"]}]
+                     "which creates it." % venv}]
         gpu_checks = "skipped: no venv"
-    result = dict(changed=False, unmet=unmet, problems=problems, notes=notes, gpu_checks=gpu_checks, info=info)
+
+    install = torch_probe.needs_install(info, problems, unmet)
+    plan = torch_probe.install_plan(p["expect_version"], expect_local, p["gpu_count"], p["cpu_only_test_host"],
+                                    p["pip_spec"], index_url, p["wheelhouse"])
+    result = dict(
+        changed=False, unmet=unmet, problems=problems, notes=notes, gpu_checks=gpu_checks, info=info,
+        ok=not problems and not unmet, needs_install=install, install=plan,
+        failure=torch_probe.failure_message(venv, problems, unmet),
+        report=torch_probe.report_lines(info, gpu_checks, notes, module.check_mode, install,
+                                        "%s would be installed into %s from %s" % (plan["spec"], venv, plan["source"]),
+                                        p["gpu_count"]),
+        record_written=False)
+
+    torch = info["torch"] or {}
+    if p["write_record"] and torch.get("imported") and not torch.get("error") and not problems:
+        record = torch_probe.record_of(torch)
+        if torch_probe.read_record(venv) != record:
+            result.update(changed=True, record_written=True)
+            if not module.check_mode:
+                try:
+                    torch_probe.write_record(venv, record)
+                except OSError as e:
+                    module.fail_json(msg="Cannot write the record of torch in %s: %s" % (venv, e), **result)
     if p["set_facts"]:
         result["ansible_facts"] = {"torch_info": info}
     module.exit_json(**result)

@@ -100,10 +100,14 @@ fi
 
 # The execution environment metadata, as ansible-builder reads it from the
 # installed collection (meta/execution-environment.yml).
+# ansible-builder leaves out what provides Ansible itself (ansible-core), so
+# the collection must show exactly the other lines of requirements.txt.
 ee="$(ansible-builder introspect --sanitize "${install_dir}" 2>&1)" || die "ansible-builder introspect failed: ${ee}"
-grep -q "from collection ${namespace}.${name}" <<<"${ee}" ||
-    die "ansible-builder found no requirement of ${namespace}.${name}: ${ee}"
-log "execution environment requirements: $(grep -o "^- '[^ ]*" <<<"${ee}" | sed "s/^- '//" | tr '\n' ' ')"
+want="$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${CI_ROOT}/requirements.txt" | grep -Eiv '^(ansible|ansible-core)([=<>!~ ]|$)' | sort || true)"
+got="$(grep "from collection ${namespace}.${name}" <<<"${ee}" | sed -e "s/^- '//" -e "s/[[:space:]]*#.*//" -e "s/'$//" | sort || true)"
+[[ "${got}" == "${want}" ]] ||
+    die "ansible-builder introspect gives [${got}] for ${namespace}.${name}, requirements.txt lists [${want}]: ${ee}"
+log "execution environment requirements beyond ansible-core: ${got:-none}"
 
 if [[ "${#failures[@]}" -gt 0 ]]; then
     printf 'ERROR: %s\n' "${failures[@]}" >&2

@@ -2,7 +2,9 @@
 # make venv: the project's virtualenv (.venv) with requirements-dev.txt.
 # A re-run is a no-op while the requirements files and the interpreter are
 # unchanged (stamp file with their hash). Override the interpreter with
-# PYTHON=/path/to/python3.x (3.11 to 3.13, what ansible-core 2.19 runs on).
+# PYTHON=/path/to/python3.x (3.11 to 3.13, what ansible-core 2.19 runs on),
+# the venv with CI_VENV and the requirements file with CI_REQUIREMENTS
+# (core_latest.sh uses both for the current ansible-core).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "${CI_ROOT}" || exit 1
 
@@ -22,7 +24,9 @@ find_python() {
 python="$(find_python)" || die "no Python 3.11 to 3.13 with the venv module found (tried \$PYTHON, python3.11, python3); set PYTHON=/path/to/python3.11"
 py_version="$("${python}" -c 'import sys; print(".".join(map(str, sys.version_info[:3])))')"
 stamp="${CI_VENV}/.requirements.sha256"
-want="$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1) python-${py_version}"
+requirements="${CI_REQUIREMENTS:-requirements-dev.txt}"
+[[ -f "${requirements}" ]] || die "no requirements file ${requirements}"
+want="$(cat requirements.txt "${requirements}" | sha256sum | cut -d' ' -f1) python-${py_version}"
 
 venv_version=""
 if [[ -x "${CI_VENV}/bin/python" ]]; then
@@ -46,8 +50,8 @@ pip_install() {
 }
 
 rm -f "${stamp}"
-log "installing requirements-dev.txt into ${CI_VENV}"
-pip_install -r requirements-dev.txt
+log "installing ${requirements} into ${CI_VENV}"
+pip_install -r "${requirements}"
 "${CI_VENV}/bin/python" -m pip check
 printf '%s\n' "${want}" >"${stamp}"
-log "installed: $("${CI_VENV}/bin/python" -m pip freeze --disable-pip-version-check | grep -Ei '^(ansible|ansible-core|ansible-lint|molecule|molecule-plugins|pytest|pytest-testinfra|antsibull-changelog)==' | tr '\n' ' ')"
+log "installed: $("${CI_VENV}/bin/python" -m pip freeze --disable-pip-version-check | grep -Ei '^(ansible|ansible-core|ansible-lint|molecule|molecule-plugins|pytest|pytest-testinfra|hypothesis|antsibull-changelog)==' | tr '\n' ' ')"

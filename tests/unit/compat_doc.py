@@ -52,13 +52,32 @@ def render(m=None):
         "",
         "Errors make `ok` false; warnings do not. Versions the matrix does not know give a",
         "warning, never an error. Each message names the variables involved (`llm_stack_*`",
-        "pins, `gpu_*` facts), the rule id, its source and the fix.",
+        "pins, role variables, `gpu_*` facts), the rule id, its source and a fix that can be",
+        "applied as written. Versions are normalized once before any lookup (white space and a",
+        "leading `v` dropped, ASCII digits only); the parts that install need the canonical",
+        "spelling and give it as the fix.",
+        "",
+        "## Parts",
+        "",
+        "`stack_compat` runs the parts named in its `parts` option (default `matrix`). Preflight",
+        "runs all of them; each installing role runs its own before it changes anything, with",
+        "the same inputs, so a host that passes preflight passes every role's own checks.",
+        "",
+        "- `matrix`: the versions against the tables below.",
+        "- `host`: what preflight checks on the host (GPUs, arch list override, free space,",
+        "  pins given as YAML numbers).",
+        "- `cuda_toolkit`, `torch`, `flash_attn`: the inputs of those roles.",
+        "- `extra`: problems a role's own validation passed in (`extra_errors`, `extra_warnings`).",
+        "",
+        "When the pins fail, `suggested` is the complete stack nearest to them that passes every",
+        "part for that host, and `suggested_group_vars` the same as a group_vars block.",
         "",
         "## Rules",
         "",
     ]
-    out += _table(["rule", "severity", "what is checked", "source"],
-                  [("`%s`" % r["id"], r["severity"], r["text"], "[%s](#sources)" % r["source"]) for r in m.RULES])
+    out += _table(["rule", "part", "severity", "what is checked", "source"],
+                  [("`%s`" % r["id"], r["part"], r["severity"], r["text"], "[%s](#sources)" % r["source"])
+                   for r in m.RULES])
     out += ["", "## Sources", ""]
     out += _table(["key", "where", "what it gives"],
                   [("`%s`" % key, "`%s`" % value["url"] if "<" in value["url"] else value["url"], value["note"])
@@ -68,10 +87,14 @@ def render(m=None):
             "Minimum Linux driver per CUDA major version, through minor version compatibility.", ""]
     out += _table(["CUDA", "driver >="], [("%d.x" % major, driver) for major, driver in sorted(m.CUDA_DRIVER_MINIMUM.items())])
 
-    out += ["", "## Toolkit releases (rules `cuda-known`, `cuda-driver-release`, `torch-driver-release`)", "",
-            "The driver bundled with each toolkit release (its runfile name).", ""]
+    out += ["", "## Toolkit releases and runfiles (rules `cuda-known`, `cuda-driver-release`, `torch-driver-release`,"
+                " `cuda-runfile-known`)", "",
+            "The driver bundled with each toolkit release, and NVIDIA's runfile for it (the one runfile",
+            "table: `CUDA_RUNFILES`, derived from the bundled drivers). The hosts download it from",
+            "`%s`." % m.RUNFILE_URL.format(version="<version>", name="<runfile>"), ""]
     out += _table(["CUDA", "runfile", "bundled driver"],
-                  [(v, "cuda_%s_%s_linux.run" % (v, d), d) for v, d in sorted(m.CUDA_RELEASE_DRIVER.items(), key=lambda i: _key(i[0]))])
+                  [(v, m.CUDA_RUNFILES[v]["name"], m.CUDA_RUNFILES[v]["driver"])
+                   for v in sorted(m.CUDA_RUNFILES, key=_key)])
 
     out += ["", "## GPU architectures (rules `arch-known`, `arch-first-cuda`, `arch-dropped`)", ""]
     out += _table(["compute capability", "first CUDA"],

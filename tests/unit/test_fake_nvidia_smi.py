@@ -6,6 +6,7 @@ __metaclass__ = type
 
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -16,7 +17,7 @@ QUERY = ["--query-gpu=index,name,uuid,compute_cap,driver_version,memory.total,pc
 CLASSES = sorted(d for d in os.listdir(os.path.join(FIXTURES, "gpu")) if os.path.isdir(os.path.join(FIXTURES, "gpu", d)))
 
 
-def smi(args, cls="h200", root=None):
+def smi(args, cls="h200", root=None, timeout=None):
     env = dict(os.environ)
     env.pop("NVIDIA_SMI_FAKE_CLASS", None)
     env.pop("NVIDIA_SMI_FAKE_ROOT", None)
@@ -24,7 +25,8 @@ def smi(args, cls="h200", root=None):
         env["NVIDIA_SMI_FAKE_CLASS"] = cls
     if root:
         env["NVIDIA_SMI_FAKE_ROOT"] = root
-    proc = subprocess.run([FAKE] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    proc = subprocess.run([FAKE] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False,
+                          timeout=timeout or 60)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -50,7 +52,7 @@ def test_replays_real_h200_byte_for_byte(args, name):
     assert smi(args) == (0, recording("h200", name), b"")
 
 
-@pytest.mark.parametrize("cls", [c for c in CLASSES if c not in ("driver-fail", "no-devices", "t4-470")])
+@pytest.mark.parametrize("cls", [c for c in CLASSES if c not in ("driver-fail", "no-devices", "t4-470", "wedged")])
 def test_every_gpu_class_answers_the_gpu_facts_calls(cls):
     assert smi(QUERY, cls)[0] == 0
     assert smi([], cls)[0] == 0
@@ -92,3 +94,29 @@ def test_root_override(tmp_path):
     assert smi([], "custom", str(tmp_path)) == (0, b"recorded\n", b"")
     rc, dummy, err = smi([], "missing-class", str(tmp_path))
     assert rc == 2 and b"no recordings" in err
+
+
+@pytest.mark.parametrize("cls", ["h200", "h100-590", "b200-610", "header-unknown"])
+def test_version_is_replayed(cls):
+    assert smi(["--version"], cls) == (0, recording(cls, "version.txt"), b"")
+
+
+def test_version_without_recording_is_refused():
+    rc, out, err = smi(["--version"], "l40s")
+    assert rc == 2 and out == b"" and b"no recording version.txt" in err
+
+
+def test_wedged_class_hangs(tmp_path):
+    cls = tmp_path / "briefly-wedged"
+    cls.mkdir()
+    (cls / "hang").write_text("2\n")
+    started = time.time()
+    assert smi([], "briefly-wedged", str(tmp_path)) == (0, b"", b"")
+    assert time.time() - started >= 1.5
+    with pytest.raises(subprocess.TimeoutExpired):
+        smi(["-L"], "wedged", timeout=1)
+
+
+def test_wedged_class_still_refuses_unknown_arguments():
+    rc, dummy, err = smi(["--foo"], "wedged", timeout=10)
+    assert rc == 2 and b"test stand-in" in err

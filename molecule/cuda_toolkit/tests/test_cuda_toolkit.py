@@ -6,10 +6,11 @@
 cuda_toolkit-air: runfile from the controller, /usr/local/cuda moved to 13.0,
 another toolkit directory (12.8) left alone, a toolkit installed by hand in
 /opt/old removed on request, a second 13.0 toolkit installed under
-/opt/cuda-side with the link left alone.
+/opt/cuda-side with the link left alone, a third one under /opt/cuda-check
+planned in the check step (check mode: nothing written).
 cuda_toolkit-mirror: runfile from the local mirror, half-installed 13.0
 repaired, /usr/local/cuda kept where the user had it; a corrupted download,
-a failing installer and an old driver changed nothing.
+a failing installer, an old driver and wrong settings changed nothing.
 cuda_toolkit-pkg: CUDA 13.0 as NVIDIA's packages leave it, recognised and
 kept with its own setup; nothing written.
 """
@@ -87,6 +88,16 @@ def test_install_logs(host):
     assert "[INFO]: Install CUDA Toolkit in: %s/" % TOOLKIT in host.file("/var/log/cuda-installer.log").content_string
 
 
+def test_install_log_is_the_run_logged_log_of_the_install(host):
+    installed_by_the_role(host)
+    lines = host.file("/var/log/llm-stack/cuda-toolkit-install.log").content_string.splitlines()
+    # The header run_logged writes: what ran, when and where, and the command line.
+    assert lines[0] == "# CUDA 13.0.2 installer"
+    assert lines[1].startswith("# started ")
+    assert ("# $ /bin/sh /var/cache/cuda-toolkit/%s --silent --toolkit --override --no-drm --no-man-page"
+            " --toolkitpath=%s --tmpdir=/var/tmp" % (RUNFILE, TOOLKIT)) in lines
+
+
 def test_nothing_left_behind(host):
     installed_by_the_role(host)
     assert not host.file("%s.previous" % TOOLKIT).exists
@@ -136,6 +147,21 @@ def test_air_second_toolkit_side_by_side_link_left_alone(host):
     assert host.check_output("grep -l cuda-side /etc/ld.so.conf.d/* /etc/profile.d/* || true") == ""
 
 
+def test_air_second_toolkit_logged_on_its_own(host):
+    only_on(host, "air")
+    log = host.file("/var/log/llm-stack/cuda-side-install.log").content_string
+    assert "Toolkit:  Installed in /opt/cuda-side/cuda-13.0/" in log
+    assert "--toolkitpath=/opt/cuda-side/cuda-13.0 " in log
+
+
+def test_air_check_mode_on_a_new_toolkit_wrote_nothing(host):
+    only_on(host, "air")
+    assert not host.file("/opt/cuda-check").exists
+    assert not host.file("/var/log/llm-stack/cuda-check-install.log").exists
+    assert "/opt/cuda-check" not in host.file("/var/log/cuda-installer.log").content_string
+    assert host.check_output("grep -l cuda-check /etc/ld.so.conf.d/* /etc/profile.d/* || true") == ""
+
+
 # mirror: runfile from the local mirror
 
 
@@ -170,6 +196,19 @@ def test_mirror_failed_install_put_the_previous_directory_back(host):
     assert not host.file("/opt/failing/cuda-13.0/bin/nvcc").exists
     assert not host.file("/opt/failing/cuda-13.0.previous").exists
     assert "[ERROR]: Unknown option: --no-such-flag" in host.file("/var/log/cuda-installer.log").content_string
+
+
+def test_mirror_failed_install_logged_on_its_own(host):
+    only_on(host, "mirror")
+    log = host.file("/var/log/llm-stack/cuda-failing-install.log").content_string
+    assert "Unknown option: --no-such-flag" in log
+    assert "Toolkit:  Installed" not in log
+
+
+def test_mirror_refused_settings_changed_nothing(host):
+    only_on(host, "mirror")
+    assert host.check_output("ls -A /opt/badinput") == "cuda-13.0.previous"
+    assert "/opt/badinput" not in host.file("/var/log/cuda-installer.log").content_string
 
 
 def test_mirror_old_driver_changed_nothing(host):

@@ -1,12 +1,14 @@
 """Preflight on a mixed fleet: compatible hosts pass with the right arch
-list, incompatible hosts fail with every problem named, and no host is
-changed."""
+list, incompatible hosts fail with every problem named (and a complete stack
+that would pass, where one exists), a hung nvidia-smi stops only its own
+host, and no host is changed."""
 
 import json
 import os
 import subprocess
 
 import pytest
+import yaml
 
 
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.getcwd())
@@ -16,31 +18,29 @@ EXPECTED_ARCH = {
     "preflight-a100x8": "8.0",
     "preflight-mixed": "8.0;8.9",
 }
+GATE_TASK = "Check the whole chain and record what the roles build for"
 
 
-@pytest.fixture(scope="module")
-def fleet_run():
-    """Run playbooks/preflight.yml over the whole scenario fleet once."""
+def _run_preflight(*extra):
     env = dict(os.environ)
     env.update(
         ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
         ANSIBLE_COLLECTIONS_PATH=os.path.join(PROJECT, ".collections"),
         ANSIBLE_NOCOLOR="1",
+        ANSIBLE_INJECT_FACT_VARS="False",
     )
-    proc = subprocess.run(
-        [
-            "ansible-playbook",
-            "-i",
-            os.environ["MOLECULE_INVENTORY_FILE"],
-            os.path.join(PROJECT, "playbooks", "preflight.yml"),
-        ],
-        env=env,
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        check=False,
+    return subprocess.run(
+        ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
+         os.path.join(PROJECT, "playbooks", "preflight.yml")] + list(extra),
+        env=env, cwd=PROJECT, capture_output=True, text=True, check=False,
     )
-    # Two hosts are meant to fail: ansible-playbook exits 2.
+
+
+@pytest.fixture(scope="module")
+def fleet_run():
+    """Run playbooks/preflight.yml over the whole scenario fleet once."""
+    proc = _run_preflight()
+    # Some hosts are meant to fail: ansible-playbook exits 2.
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-4000:]
     return json.loads(proc.stdout)
 
@@ -54,9 +54,12 @@ def _task_result(run, host, task_name):
     raise AssertionError("no result of %r for %s" % (task_name, host))
 
 
+def _gate(run, host):
+    return _task_result(run, host, GATE_TASK)
+
+
 def _report(run, host):
-    res = _task_result(run, host, "Record the verdict and the arch list this host builds for")
-    return res["ansible_facts"]["llm_stack_preflight"]
+    return _gate(run, host)["ansible_facts"]["llm_stack_host"]
 
 
 def test_nothing_changed_on_any_host(fleet_run):
@@ -69,17 +72,22 @@ def test_compatible_hosts_pass_with_their_own_arch_list(fleet_run, name):
     assert fleet_run["stats"][name]["failures"] == 0
     report = _report(fleet_run, name)
     assert report["ok"] is True, report["errors"]
-    assert report["torch_cuda_arch_list"] == EXPECTED_ARCH[name]
+    assert report["arch_list"] == EXPECTED_ARCH[name]
+    assert report["arch_list_source"] == "gpus"
     assert report["errors"] == []
+    # The contract the later roles read.
+    assert report["venv"] == "/opt/llm-stack/venv"
+    assert report["cuda"]["home"] == "/usr/local/cuda-12.8"
+    assert report["stack"]["torch_cuda"] == "cu128"
 
 
 def test_h200_report_matches_the_real_capture(fleet_run):
     report = _report(fleet_run, "preflight-h200")
-    assert report["gpu_count"] == 1
-    assert report["gpu_names"] == ["NVIDIA H200"]
-    assert report["compute_caps"] == ["9.0"]
-    assert report["driver_version"] == "580.159.04"
-    assert report["driver_cuda_version"] == "13.0"
+    assert report["gpu"]["count"] == 1
+    assert report["gpu"]["names"] == ["NVIDIA H200"]
+    assert report["gpu"]["compute_caps"] == ["9.0"]
+    assert report["gpu"]["driver_version"] == "580.159.04"
+    assert report["gpu"]["driver_cuda_version"] == "13.0"
     summary = _task_result(fleet_run, "preflight-h200", "Show the preflight report")["msg"]
     assert summary[0] == "preflight preflight-h200: PASS"
     assert any("NVIDIA H200" in line and "9.0" in line for line in summary)
@@ -94,8 +102,8 @@ def test_old_driver_host_fails_with_each_problem_and_fix(fleet_run):
     assert "llm_stack_cuda_version" in errors and "470" in errors
     assert "llm_stack_flash_attn_version" in errors and "7.5" in errors
     # The old driver has no compute_cap field: the capability came from a fallback.
-    assert report["compute_caps"] == ["7.5"]
-    assert report["compute_cap_source"] != "query"
+    assert report["gpu"]["compute_caps"] == ["7.5"]
+    assert report["gpu"]["compute_cap_source"] != "query"
     failed = _task_result(fleet_run, "preflight-t4old", "Stop this host before any change, listing every problem")
     assert "nothing was changed" in failed["msg"]
 
@@ -105,6 +113,47 @@ def test_broken_driver_host_fails_naming_the_driver(fleet_run):
     report = _report(fleet_run, "preflight-nodriver")
     assert report["ok"] is False
     assert any("couldn't communicate with the NVIDIA driver" in e for e in report["errors"])
+
+
+def test_hung_nvidia_smi_stops_only_its_host(fleet_run):
+    assert fleet_run["stats"]["preflight-wedged"]["failures"] == 1
+    report = _report(fleet_run, "preflight-wedged")
+    assert report["ok"] is False
+    assert any("did not answer within 5 seconds" in e for e in report["errors"]), report["errors"]
+    for name in EXPECTED_ARCH:
+        assert fleet_run["stats"][name]["failures"] == 0
+
+
+def test_missing_controller_runfile_is_caught_before_any_change(fleet_run):
+    assert fleet_run["stats"]["preflight-norunfile"]["failures"] == 1
+    report = _report(fleet_run, "preflight-norunfile")
+    assert report["ok"] is False
+    assert any("cuda_toolkit_runfile_src" in e for e in report["errors"]), report["errors"]
+
+
+def test_guide_stack_is_refused_in_one_round_with_a_stack_that_passes(fleet_run, tmp_path):
+    report = _report(fleet_run, "preflight-guide")
+    assert report["ok"] is False
+    errors = "\n".join(report["errors"])
+    # Every problem at once: the CUDA version format the cuda_toolkit role
+    # needs, vLLM's torch pin and transformers range, Qwen3.5's needs.
+    for variable in ("llm_stack_cuda_version", "llm_stack_torch_version",
+                     "llm_stack_transformers_version", "llm_stack_model"):
+        assert variable in errors, variable
+    suggested = report["suggested"]
+    assert suggested, "no suggested stack"
+    block = _gate(fleet_run, "preflight-guide")["suggested_group_vars"]
+    summary = "\n".join(_task_result(fleet_run, "preflight-guide", "Show the preflight report")["msg"])
+    assert block.strip().splitlines()[0] in summary
+    # Pasting the block into the inventory makes the host pass.
+    pins = yaml.safe_load(block)
+    assert pins["llm_stack_model"].startswith("Qwen/Qwen3.5-")
+    extra = tmp_path / "suggested.yml"
+    extra.write_text(block)
+    proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    rerun = json.loads(proc.stdout)
+    assert _report(rerun, "preflight-guide")["ok"] is True
 
 
 def test_host_left_untouched(host):

@@ -12,6 +12,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shlex
 
 import pytest
@@ -25,6 +26,10 @@ CACHE = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "wheel-cache")
 ARCH = {"torch_flash_attn-a": "80", "torch_flash_attn-b": "80", "torch_flash_attn-c": "90"}
 BUILDER = {"80": "torch_flash_attn-b", "90": "torch_flash_attn-c"}
 BROKEN = "2.8.3.post900"
+# The output of the scenario's playbooks (provisioner.env ANSIBLE_LOG_PATH).
+PLAY_LOG = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "ansible.log")
+# A progress line of gpufleet.llm_stack.run_logged: "progress [HOST] NAME: TEXT".
+PROGRESS = re.compile(r"progress \[(?P<host>torch_flash_attn-[abc])\] (?P<name>.+?): (?P<text>.+)$")
 
 READ_HOST = r'''
 import base64, hashlib, json, os
@@ -160,3 +165,23 @@ def test_failed_build_is_recorded_only_where_it_ran(host):
         assert "csrc/cutlass is missing" in s["logs"][os.path.basename(failed[0]["log"])]
     else:
         assert failed == []
+
+
+def progress_lines():
+    with open(PLAY_LOG, encoding="utf-8", errors="replace") as f:
+        return [m.groupdict() for m in map(PROGRESS.search, f.read().splitlines()) if m]
+
+
+def test_long_commands_showed_progress_in_the_play_output():
+    lines = progress_lines()
+    torch = [line for line in lines if line["name"].startswith("pip install torch==2.13.0+cpu into /opt/llm-stack/venv")]
+    # every host installed torch once, with the run announced and its end reported
+    for host in ARCH:
+        mine = [line["text"] for line in torch if line["host"] == host]
+        assert mine[0] == "started, log /var/log/llm-stack/torch-install.log on the host", mine
+        assert re.match(r"^done after \d+(m\d\d)?s \(exit status 0\)$", mine[-1]), mine
+    builds = [line for line in lines if line["name"].startswith("Build flash-attn-2.8.3-")]
+    assert sorted(set(line["host"] for line in builds if line["text"].startswith("done after"))) == sorted(BUILDER.values())
+    # and a line while a command ran: the time elapsed, then what the log said
+    running = [line["text"] for line in lines if re.match(r"^\d+(m\d\d)?s elapsed; ", line["text"])]
+    assert running, lines

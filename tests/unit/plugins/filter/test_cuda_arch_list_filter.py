@@ -21,6 +21,8 @@ def test_registered_under_its_name():
     (["9.0", "8.0"], {"arch_specific": True}, "8.0;9.0a"),
     ([9.0, "sm_80"], {}, "8.0;9.0"),
     ("8.0;9.0", {}, "8.0;9.0"),
+    ("9.0a 8.0+PTX", {}, "8.0;9.0"),
+    ("10.0f;8.6", {"ptx": True}, "8.6;10.0+PTX"),
     ([], {}, ""),
 ])
 def test_filter(caps, kwargs, expected):

@@ -69,3 +69,46 @@ def test_arch_list(caps, kwargs, expected):
 ])
 def test_covered_by(cap, sass, ptx, expected):
     assert covered_by(cap, sass, ptx) is expected
+
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import (  # noqa: E402
+    caps_of,
+    format_arch_list,
+    parse_arch_list,
+)
+
+
+@pytest.mark.parametrize("text, entries", [
+    ("8.0;9.0+PTX", [{"cap": "8.0", "suffix": "", "ptx": False}, {"cap": "9.0", "suffix": "", "ptx": True}]),
+    ("9.0a 10.0", [{"cap": "9.0", "suffix": "a", "ptx": False}, {"cap": "10.0", "suffix": "", "ptx": False}]),
+    ("8.6 9.0", [{"cap": "8.6", "suffix": "", "ptx": False}, {"cap": "9.0", "suffix": "", "ptx": False}]),
+    ("10.0f", [{"cap": "10.0", "suffix": "f", "ptx": False}]),
+    (" 12.0a+PTX ;; 8.0 ", [{"cap": "12.0", "suffix": "a", "ptx": True}, {"cap": "8.0", "suffix": "", "ptx": False}]),
+])
+def test_parse_arch_list(text, entries):
+    assert parse_arch_list(text) == entries
+    assert parse_arch_list(format_arch_list(entries)) == entries
+
+
+def test_caps_of_sorts_and_dedups():
+    assert caps_of("9.0a;8.0+PTX 9.0 10.0f") == ["8.0", "9.0", "10.0"]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "empty"),
+    (" ; ", "empty"),
+    ("8.0,9.0", "'8.0,9.0' is not a compute capability"),
+    ("Hopper", "is not a compute capability"),
+    ("8.0a", "has no arch-specific variant"),
+    ("9.0f", "has no family-specific variant"),
+    ("0.0", "major version 0"),
+    ("9.0+ptx", "is not a compute capability"),
+    (u"\uff19.0", "is not a compute capability"),
+    ("8." + "0" * 600, "characters long"),
+    (None, "is not a TORCH_CUDA_ARCH_LIST"),
+    (["8.0"], "is not a TORCH_CUDA_ARCH_LIST"),
+])
+def test_parse_arch_list_refuses_clearly(text, why):
+    with pytest.raises(ArchError) as err:
+        parse_arch_list(text)
+    assert why in str(err.value)

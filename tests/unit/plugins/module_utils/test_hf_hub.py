@@ -214,7 +214,7 @@ def test_connection_error_names_the_endpoint_without_credentials():
     with pytest.raises(hf_hub.HubError) as err:
         hf_hub.model_info(hub, endpoint, REPO, "main")
     assert err.value.kind == hf_hub.UNAVAILABLE
-    assert "https://mirror.example:8443" in err.value.message and "Connection refused" in err.value.message
+    assert "https://***@mirror.example:8443" in err.value.message and "Connection refused" in err.value.message
     assert "secretpw" not in err.value.message
 
 
@@ -264,3 +264,167 @@ def test_next_link_variants():
 def test_tree_entry_without_size_is_bad_answer():
     with pytest.raises(hf_hub.HubError):
         hf_hub.parse_tree([{"type": "file", "path": "x"}])
+
+
+# --- the token stays with the endpoint's origin ------------------------------------------------------------------
+
+OTHER = "http://127.0.0.2:9"
+
+
+def test_redirect_to_another_origin_is_followed_without_the_token():
+    moved = OTHER + "/api/models/%s/revision/main" % REPO
+    hub = FakeHub(ok_answers({
+        ("GET", hf_hub.revision_url(ENDPOINT, REPO, "main")): (302, {"Location": moved}, b""),
+        ("GET", moved): (200, {}, REVISION_OK),
+    }))
+    info = hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)
+    assert info["commit"] == SHA
+    sent = dict((url, headers) for _m, url, headers in hub.calls)
+    assert "Authorization" not in sent[moved]
+    assert sent[hf_hub.revision_url(ENDPOINT, REPO, "main")]["Authorization"] == "Bearer " + TOKEN
+    assert sent[hf_hub.tree_url(ENDPOINT, REPO, SHA)]["Authorization"] == "Bearer " + TOKEN
+
+
+def test_redirect_within_the_origin_keeps_the_token():
+    renamed = "/api/models/Qwen/Qwen3.5-0.8B-renamed/revision/main"
+    hub = FakeHub(ok_answers({
+        ("GET", hf_hub.revision_url(ENDPOINT, REPO, "main")): (307, {"location": renamed}, b""),
+        ("GET", ENDPOINT + renamed): (200, {}, REVISION_OK),
+    }))
+    hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)
+    assert all(h.get("Authorization") == "Bearer " + TOKEN for _m, _u, h in hub.calls)
+
+
+def test_same_host_other_port_or_scheme_is_another_origin():
+    assert hf_hub.same_origin("http://h:80/a", "http://h/b")
+    assert hf_hub.same_origin("https://u:p@H:443/a", "https://h/b")
+    assert not hf_hub.same_origin("http://h:8080/a", "http://h:8081/a")
+    assert not hf_hub.same_origin("http://h/a", "https://h/a")
+    assert not hf_hub.same_origin("http://[::1/a", "http://h/a")
+
+
+def test_redirect_loop_is_a_bad_answer():
+    url = hf_hub.revision_url(ENDPOINT, REPO, "main")
+    hub = FakeHub({("GET", url): (302, {"Location": url}, b"")})
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)
+    assert err.value.kind == hf_hub.BAD_ANSWER and "redirect" in err.value.message
+    assert len(hub.calls) == hf_hub.MAX_REDIRECTS + 1
+
+
+def test_redirect_to_another_scheme_is_refused():
+    hub = FakeHub({("GET", hf_hub.revision_url(ENDPOINT, REPO, "main")): (302, {"Location": "file:///etc/passwd"}, b"")})
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)
+    assert err.value.kind == hf_hub.BAD_ANSWER and len(hub.calls) == 1
+
+
+def test_next_page_on_another_origin_is_refused_and_not_fetched():
+    elsewhere = OTHER + "/api/models/%s/tree/%s?cursor=abc" % (REPO, SHA)
+    hub = FakeHub(ok_answers({
+        ("GET", hf_hub.tree_url(ENDPOINT, REPO, SHA)): (200, {"Link": '<%s>; rel="next"' % elsewhere}, TREE_PAGE_1),
+        ("GET", elsewhere): (200, {}, TREE_PAGE_2),
+    }))
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)
+    assert err.value.kind == hf_hub.BAD_ANSWER
+    assert "http://127.0.0.2:9" in err.value.message and "another origin" in err.value.message
+    assert all(url != elsewhere for _m, url, _h in hub.calls)
+
+
+def test_relative_next_page_stays_home_with_the_endpoint_credentials():
+    endpoint = "http://user:pw@127.0.0.1:28918"
+    nxt = "/api/models/%s/tree/%s?cursor=abc" % (REPO, SHA)
+    hub = FakeHub({
+        ("GET", hf_hub.revision_url(endpoint, REPO, "main")): (200, {}, REVISION_OK),
+        ("GET", hf_hub.tree_url(endpoint, REPO, SHA)): (200, {"Link": '<%s>; rel="next"' % nxt}, TREE_PAGE_1),
+        ("GET", endpoint + nxt): (200, {}, TREE_PAGE_2),
+    })
+    info = hf_hub.model_info(hub, endpoint, REPO, "main", token=TOKEN)
+    assert info["repo_file_count"] == 5 and info["endpoint"] == "http://***@127.0.0.1:28918"
+
+
+def test_gated_probe_does_not_follow_the_file_redirect():
+    gated = dict(REVISION_OK, gated="auto")
+    probe = hf_hub.resolve_url(ENDPOINT, REPO, SHA, ".gitattributes")
+    hub = FakeHub(ok_answers({
+        ("GET", hf_hub.revision_url(ENDPOINT, REPO, "main")): (200, {}, gated),
+        ("HEAD", probe): (302, {"Location": OTHER + "/cdn/blob"}, b""),
+    }))
+    assert hf_hub.model_info(hub, ENDPOINT, REPO, "main", token=TOKEN)["gated"] is True
+    assert all(not url.startswith(OTHER) for _m, url, _h in hub.calls)
+
+
+# --- input checks: full match, ASCII, after stripping ---------------------------------------------------------------
+
+
+def test_repo_id_and_revision_are_stripped_before_use():
+    hub = FakeHub(ok_answers())
+    info = hf_hub.model_info(hub, ENDPOINT, REPO + "\n", " main\n", token=TOKEN)
+    assert info["repo_id"] == REPO and info["revision"] == "main"
+
+
+@pytest.mark.parametrize("repo_id", ["Qwen/Qwen3.5-9B\nx", "--help", "-x/y", "Qwen/name-", "Qwen/name.git",
+                                     "Qwen/\u0661\u0662", "Qw\u0435n/x", "a" * 97 + "/b", None, 5])
+def test_more_bad_repo_ids(repo_id):
+    assert hf_hub.validate_repo_id(repo_id)
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.normalize_repo_id(repo_id)
+    assert err.value.kind == hf_hub.BAD_INPUT and "repo_id" in err.value.message
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/1", "refs/convert/parquet", SHA, "release_2024-01"])
+def test_good_revisions(revision):
+    assert hf_hub.normalize_revision(revision) == revision
+
+
+@pytest.mark.parametrize("revision", ["", "  ", "-x", "--help", "a..b", "a//b", "a/", "/a", "a.lock", "ma\u0131n",
+                                      "a b", "a\nb", "x" * 300, ".hidden", "a/.b", None, 12])
+def test_bad_revisions(revision):
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.normalize_revision(revision)
+    assert err.value.kind == hf_hub.BAD_INPUT and "revision" in err.value.message
+
+
+@pytest.mark.parametrize("endpoint", ["http://[::1", "http://[::1]:99999", "http://host:port", "http:///x",
+                                      "https://h/x?y=1", "https://h x", "", None, "huggingface.co"])
+def test_malformed_endpoints_are_bad_input_not_tracebacks(endpoint):
+    assert hf_hub.validate_endpoint(endpoint)
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(FakeHub({}), endpoint, REPO, "main")
+    assert err.value.kind == hf_hub.BAD_INPUT and "endpoint" in err.value.message
+
+
+def test_hub_commit_with_a_newline_is_a_bad_answer():
+    hub = FakeHub({("GET", hf_hub.revision_url(ENDPOINT, REPO, "main")): (200, {}, dict(REVISION_OK, sha=SHA + "\n"))})
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(hub, ENDPOINT, REPO, "main")
+    assert err.value.kind == hf_hub.BAD_ANSWER
+
+
+@pytest.mark.parametrize("path", ["../etc/passwd", "/etc/passwd", "a/../../b", "a\x00b", ""])
+def test_tree_paths_that_leave_the_directory_are_a_bad_answer(path):
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.parse_tree([{"type": "file", "path": path, "size": 1}])
+    assert err.value.kind == hf_hub.BAD_ANSWER
+
+
+def test_repository_file_named_like_the_manifest_is_left_out():
+    page = TREE_PAGE_1 + [{"type": "file", "oid": "77" * 20, "size": 5, "path": ".llm_stack_manifest.json"},
+                          {"type": "file", "oid": "78" * 20, "size": 5, "path": "sub/.llm_stack_manifest.json"}]
+    hub = FakeHub(ok_answers({("GET", hf_hub.tree_url(ENDPOINT, REPO, SHA)): (200, {}, page)}))
+    info = hf_hub.model_info(hub, ENDPOINT, REPO, "main")
+    paths = [f["path"] for f in info["files"]]
+    assert ".llm_stack_manifest.json" not in paths and "sub/.llm_stack_manifest.json" in paths
+    assert info["skipped"] == [".llm_stack_manifest.json"]
+    assert info["repo_file_count"] == 4
+
+
+def test_messages_never_hold_the_token_or_url_passwords():
+    endpoint = "https://user:secretpw@mirror.example:8443"
+    failure = OSError("GET https://user:secretpw@mirror.example:8443/x with Authorization: Bearer %s failed" % TOKEN)
+    hub = FakeHub({("GET", hf_hub.revision_url(endpoint, REPO, "main")): (failure, None, b"")})
+    with pytest.raises(hf_hub.HubError) as err:
+        hf_hub.model_info(hub, endpoint, REPO, "main", token=TOKEN)
+    assert "secretpw" not in err.value.message and TOKEN not in err.value.message
+    assert "https://***@mirror.example:8443" in err.value.message

@@ -275,7 +275,10 @@ def test_paths_cannot_leave_the_directory(tmp_path):
         hf_local.safe_join(str(tmp_path), "../etc/passwd")
     with pytest.raises(ValueError):
         hf_local.safe_join(str(tmp_path), "/etc/passwd")
-    assert hf_local.safe_join(str(tmp_path), "a/../b") == str(tmp_path / "b")
+    # '..' is refused even where the result would stay inside: hub paths never hold it.
+    with pytest.raises(ValueError):
+        hf_local.safe_join(str(tmp_path), "a/../b")
+    assert hf_local.safe_join(str(tmp_path), "a/./b") == str(tmp_path / "a" / "b")
 
 
 def test_free_bytes_of_a_path_not_created_yet(tmp_path):
@@ -299,3 +302,231 @@ def test_revisions_to_prune(tmp_path):
     # The revision being fetched is never removed, complete or not.
     assert "e" * 40 not in hf_local.revisions_to_prune(str(tmp_path), 2, "e" * 40)
     assert hf_local.revisions_to_prune(str(tmp_path / "absent"), 2, "d" * 40) == []
+
+
+# --- symbolic links and paths that leave the model directory -------------------------------------------------
+
+
+def outside_dir(tmp_path):
+    """A directory next to the model directory, with a file that must survive."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.safetensors").write_bytes(b"\x01" * 10)
+    (outside / "x.abc.incomplete").write_bytes(b"keep me")
+    return outside
+
+
+def test_directory_link_leaving_the_model_dir_is_refused(tmp_path):
+    root = tmp_path / "model"
+    root.mkdir()
+    outside = outside_dir(tmp_path)
+    os.symlink(str(outside), str(root / "sub"))
+    files = [{"path": "sub/victim.safetensors", "size": 3000, "blob_id": None, "sha256": "ab" * 32}]
+    with pytest.raises(hf_local.PathError) as err:
+        hf_local.inspect(str(root), files)
+    assert "sub/victim.safetensors" in str(err.value) and "outside" in str(err.value)
+    # prepare() with a report built by hand refuses too, and deletes nothing
+    report = {"seedable": [], "damaged": ["sub/victim.safetensors"], "stale_incomplete": []}
+    with pytest.raises(hf_local.PathError):
+        hf_local.prepare(str(root), files, report)
+    assert (outside / "victim.safetensors").exists()
+
+
+def test_cache_dir_link_leaving_the_model_dir_is_refused(tmp_path):
+    root = tmp_path / "model"
+    (root / ".cache" / "huggingface").mkdir(parents=True)
+    outside = outside_dir(tmp_path)
+    os.symlink(str(outside), str(root / ".cache" / "huggingface" / "download"))
+    write_tree(root)
+    with pytest.raises(hf_local.PathError):
+        hf_local.inspect(str(root), expected())
+    report = {"seedable": [], "damaged": [], "stale_incomplete": [".cache/huggingface/download/x.abc.incomplete"]}
+    with pytest.raises(hf_local.PathError):
+        hf_local.prepare(str(root), expected(), report)
+    assert (outside / "x.abc.incomplete").exists()
+
+
+def test_file_link_to_outside_is_refused(tmp_path):
+    root = tmp_path / "model"
+    write_tree(root)
+    outside = outside_dir(tmp_path)
+    os.unlink(str(root / "config.json"))
+    os.symlink(str(outside / "victim.safetensors"), str(root / "config.json"))
+    with pytest.raises(hf_local.PathError):
+        hf_local.inspect(str(root), expected())
+
+
+def test_link_inside_the_model_dir_is_followed_for_reading_and_removed_itself(tmp_path):
+    root = tmp_path / "model"
+    write_tree(root)
+    (root / "elsewhere").mkdir()
+    os.rename(str(root / "sub"), str(root / "elsewhere" / "sub"))
+    os.symlink("elsewhere/sub", str(root / "sub"))
+    assert hf_local.inspect(str(root), expected())["ok"]
+    # A damaged file reached through a link inside the directory: the file in the directory goes, not more.
+    (root / "elsewhere" / "sub" / "README.md").write_bytes(b"changed")
+    report = hf_local.inspect(str(root), expected())
+    assert report["damaged"] == ["sub/README.md"]
+    hf_local.prepare(str(root), expected(), report)
+    assert not (root / "elsewhere" / "sub" / "README.md").exists()
+    assert (root / "sub").is_symlink()
+
+
+def test_damaged_file_that_is_a_link_is_unlinked_not_followed(tmp_path):
+    root = tmp_path / "model"
+    write_tree(root)
+    target = root / "real.bin"
+    target.write_bytes(b"\x01" * 10)
+    os.unlink(str(root / "model-00001-of-00002.safetensors"))
+    os.symlink("real.bin", str(root / "model-00001-of-00002.safetensors"))
+    report = hf_local.inspect(str(root), expected())
+    assert report["damaged"] == ["model-00001-of-00002.safetensors"]
+    hf_local.prepare(str(root), expected(), report)
+    assert not os.path.lexists(str(root / "model-00001-of-00002.safetensors"))
+    assert target.read_bytes() == b"\x01" * 10
+
+
+def test_manifest_tmp_link_is_not_followed(tmp_path):
+    root = tmp_path / "model"
+    report = complete(root)
+    outside = outside_dir(tmp_path)
+    victim = outside / "victim.safetensors"
+    os.chmod(str(victim), 0o600)
+    os.symlink(str(victim), str(root / (hf_local.MANIFEST_NAME + ".tmp")))
+    moved = hf_local.build_manifest("Qwen/Qwen3.5-0.8B", SHA, SHA, expected(), report["stats"], "qwen3_5")
+    assert hf_local.write_manifest(str(root), moved) is True
+    assert victim.read_bytes() == b"\x01" * 10
+    assert oct(os.stat(str(victim)).st_mode & 0o777) == "0o600"
+    assert hf_local.read_manifest(str(root))["revision"] == SHA
+    assert not os.path.lexists(str(root / (hf_local.MANIFEST_NAME + ".tmp")))
+    assert oct(os.lstat(str(root / hf_local.MANIFEST_NAME)).st_mode & 0o777) == "0o644"
+
+
+def test_manifest_link_is_replaced_not_followed(tmp_path):
+    root = tmp_path / "model"
+    report = complete(root)
+    outside = outside_dir(tmp_path)
+    victim = outside / "victim.safetensors"
+    os.unlink(str(root / hf_local.MANIFEST_NAME))
+    os.symlink(str(victim), str(root / hf_local.MANIFEST_NAME))
+    manifest = hf_local.build_manifest("Qwen/Qwen3.5-0.8B", "main", SHA, expected(), report["stats"], "qwen3_5")
+    assert hf_local.write_manifest(str(root), manifest) is True
+    assert victim.read_bytes() == b"\x01" * 10
+    assert not os.path.islink(str(root / hf_local.MANIFEST_NAME))
+
+
+def test_seed_does_not_write_through_a_link_in_the_new_directory(tmp_path):
+    old = tmp_path / OLD
+    complete(old)
+    new = tmp_path / SHA
+    new.mkdir()
+    outside = outside_dir(tmp_path)
+    os.symlink(str(outside), str(new / "sub"))
+    with pytest.raises(hf_local.PathError):
+        hf_local.inspect(str(new), expected(), seed_from=str(old))
+
+
+def test_seed_copy_does_not_follow_a_planted_link(tmp_path, monkeypatch):
+    old = tmp_path / OLD
+    complete(old)
+    hf_meta(old, "config.json", OLD, expected()[0]["blob_id"])
+    new = tmp_path / SHA
+    new.mkdir()
+    outside = outside_dir(tmp_path)
+    victim = outside / "victim.safetensors"
+    report = hf_local.inspect(str(new), expected(), seed_from=str(old))
+
+    # Hard links fail (another filesystem): the copy must not follow a link planted at the destination.
+    def no_hard_links(*_args, **_kwargs):
+        raise OSError(18, "cross-device link")
+
+    monkeypatch.setattr(os, "link", no_hard_links)
+    (new / "decoy").write_bytes(b"decoy")
+    os.symlink("decoy", str(new / "config.json"))
+    meta_dir = new / ".cache" / "huggingface" / "download"
+    meta_dir.mkdir(parents=True)
+    os.symlink("../../../decoy", str(meta_dir / "config.json.metadata"))
+    hf_local.prepare(str(new), expected(), report, seed_from=str(old))
+    assert (new / "decoy").read_bytes() == b"decoy"
+    assert not os.path.islink(str(new / "config.json")) and not os.path.islink(str(meta_dir / "config.json.metadata"))
+    assert (new / "config.json").read_bytes() == CONTENT["config.json"]
+    # A link planted there that leads outside: refused before anything changes.
+    os.unlink(str(new / "config.json"))
+    os.symlink(str(victim), str(new / "config.json"))
+    with pytest.raises(hf_local.PathError):
+        hf_local.prepare(str(new), expected(), report, seed_from=str(old))
+    assert victim.read_bytes() == b"\x01" * 10
+
+
+def test_safe_join_refuses_nul_and_non_text(tmp_path):
+    for bad in ["a\x00b", "", ".", "a/./../..", None, 5, b"x"]:
+        with pytest.raises(hf_local.PathError):
+            hf_local.safe_join(str(tmp_path), bad)
+
+
+# --- prune -----------------------------------------------------------------------------------------------------
+
+
+def revision_dirs(tmp_path, names):
+    for index, name in enumerate(names):
+        (tmp_path / name).mkdir()
+        manifest = tmp_path / name / hf_local.MANIFEST_NAME
+        manifest.write_text("{}")
+        os.utime(str(manifest), (1000 + index, 1000 + index))
+
+
+def test_prune_never_removes_the_revision_the_link_points_to(tmp_path):
+    revision_dirs(tmp_path, ["a" * 40, "b" * 40, "c" * 40])
+    os.symlink("a" * 40, str(tmp_path / "current"))
+    # Fetching c while the link still names a (oldest): a stays.
+    assert hf_local.revisions_to_prune(str(tmp_path), 1, "c" * 40) == ["b" * 40]
+
+
+def test_prune_protects_an_absolute_link_target(tmp_path):
+    revision_dirs(tmp_path, ["a" * 40, "b" * 40, "c" * 40])
+    os.symlink(str(tmp_path / ("a" * 40)) + "/", str(tmp_path / "current"))
+    assert hf_local.revisions_to_prune(str(tmp_path), 1, "c" * 40) == ["b" * 40]
+
+
+def test_prune_with_a_dangling_or_foreign_link(tmp_path):
+    revision_dirs(tmp_path, ["a" * 40, "b" * 40])
+    os.symlink("/nonexistent/" + "a" * 40, str(tmp_path / "current"))
+    assert hf_local.revisions_to_prune(str(tmp_path), 1, "b" * 40) == ["a" * 40]
+
+
+def test_prune_refuses_a_current_commit_with_a_newline(tmp_path):
+    revision_dirs(tmp_path, ["a" * 40, "b" * 40])
+    with pytest.raises(ValueError):
+        hf_local.revisions_to_prune(str(tmp_path), 1, "a" * 40 + "\n")
+
+
+def test_prune_ignores_directory_names_with_a_newline(tmp_path):
+    revision_dirs(tmp_path, ["a" * 40, "b" * 40 + "\n"])
+    assert hf_local.revisions_to_prune(str(tmp_path), 1, "c" * 40) == ["a" * 40]
+
+
+def test_seed_skips_files_that_lead_outside_the_seed_directory(tmp_path):
+    old = tmp_path / OLD
+    complete(old)
+    outside = outside_dir(tmp_path)
+    os.unlink(str(old / "config.json"))
+    os.symlink(str(outside / "victim.safetensors"), str(old / "config.json"))
+    report = hf_local.inspect(str(tmp_path / SHA), expected(), seed_from=str(old))
+    assert "config.json" not in report["seedable"] and "sub/README.md" in report["seedable"]
+
+
+def test_odd_json_gives_problems_not_exceptions(tmp_path):
+    content = dict(CONTENT)
+    content["model.safetensors.index.json"] = json.dumps({"weight_map": {"a": 5, "b": None}}).encode()
+    content["config.json"] = b"[" * 100000
+    write_tree(tmp_path, content)
+    report = hf_local.inspect(str(tmp_path), expected(content), expected_model_types=["qwen3_5"])
+    assert "model.safetensors.index.json has a weight_map entry that is not a file name" in report["problems"]
+    assert any(p.startswith("config.json is not valid JSON") for p in report["problems"])
+
+
+def test_hostile_manifest_is_ignored(tmp_path):
+    write_tree(tmp_path)
+    for body in ({"format": 1, "files": 5}, {"format": 1, "files": [{"path": ["x"]}, 3]}):
+        (tmp_path / hf_local.MANIFEST_NAME).write_text(json.dumps(body))
+        assert hf_local.inspect(str(tmp_path), expected())["ok"]

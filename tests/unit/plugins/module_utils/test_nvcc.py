@@ -185,7 +185,7 @@ def test_read_nvcc_without_any_toolkit(tmp_path):
     run, calls = runner()
     facts, warnings = nvcc.read_nvcc(run, None, None, str(tmp_path), [])
     assert facts == {"nvcc_path": None, "nvcc_version": None, "nvcc_build": None, "nvcc_error": None,
-                     "cuda_toolkits": [], "cuda_home_link": None}
+                     "cuda_toolkits": [], "cuda_home_link": None, "cuda_home_link_dangling": None}
     assert calls == [] and warnings == []
 
 

@@ -236,14 +236,18 @@ def test_read_unknown_gpu_on_old_driver_warns():
 
 
 def test_read_header_failure_keeps_gpu_list():
+    mismatch = (18, "Failed to initialize NVML: Driver/library version mismatch\n", "")
     answers = {
         tuple(nvidia.query_args()): (0, read("h200", "query.csv"), ""),
-        (): (18, "Failed to initialize NVML: Driver/library version mismatch\n", ""),
+        (): mismatch,
+        ("--version",): mismatch,
+        ("-q", "-x"): mismatch,
     }
     facts, warnings = nvidia.read_gpus(lambda args: answers[tuple(args[1:])], "nvidia-smi")
     assert facts["gpu_count"] == 1 and facts["gpu_driver_cuda_version"] is None
-    assert facts["gpu_driver_version"] == "580.159.04"
-    assert "Driver/library version mismatch" in warnings[0]
+    assert facts["gpu_driver_version"] == "580.159.04" and facts["gpu_error"] is None
+    assert len(warnings) == 1 and warnings[0].startswith("driver CUDA version unknown:")
+    assert warnings[0].count("Driver/library version mismatch") == 3
 
 
 def test_read_unparsable_query_is_an_error():

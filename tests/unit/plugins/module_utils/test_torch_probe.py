@@ -115,14 +115,17 @@ def test_unmet_requirements_on_cpu_probe():
 
 # --- CUDA builds and archs -------------------------------------------------------
 
-@pytest.mark.parametrize("cuda,tag", [("13.0", "cu130"), ("12.8", "cu128"), (None, "cpu"), ("11.8", "cu118")])
+@pytest.mark.parametrize("cuda,tag", [("13.0", "cu130"), ("12.8", "cu128"), (None, "cpu"), ("11.8", "cu118"),
+                                      ("12.10", None)])
 def test_cuda_build_tag(cuda, tag):
+    # compat.torch_cuda_tag is the one cu-tag function; CUDA 12.10 has no tag
     assert tp.cuda_build_tag(cuda) == tag
 
 
-@pytest.mark.parametrize("tag,cuda", [("cu130", "13.0"), ("cu128", "12.8"), ("cu118", "11.8"), ("cpu", None), ("", None)])
-def test_cuda_of_build_tag(tag, cuda):
-    assert tp.cuda_of_build_tag(tag) == cuda
+def test_no_cu_tag_code_of_its_own():
+    with open(os.path.join(REPO, "plugins", "module_utils", "torch_probe.py")) as f:
+        source = f.read()
+    assert "def cuda_of_build_tag" not in source and '"cu%d%d"' not in source
 
 
 @pytest.mark.parametrize("cap,ok", [
@@ -143,7 +146,7 @@ def test_ptx_covers_newer_devices():
 
 # --- diagnosis --------------------------------------------------------------------
 
-H200 = dict(expect_version="2.11.0", expect_local="cu130", gpu_count=1, driver_cuda_version="13.0", compute_caps=["9.0"])
+H200 = dict(expect_version="2.11.0", expect_local="cu130", gpu_count=1, driver_version="580.159.04", compute_caps=["9.0"])
 
 
 def h200(**changes):
@@ -171,10 +174,20 @@ def test_wrong_version():
 
 
 def test_cuda_build_newer_than_driver():
-    # the same torch on a driver that supports CUDA 12.8 at most
-    problems, dummy, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(driver_cuda_version="12.8"))
-    assert names(problems) == ["cuda_build_newer_than_driver"]
-    assert "cu128 or older" in problems[0]["msg"] and gpu_checks == "failed"
+    # the same torch on a 570 driver (CUDA 12.8 at most): compat's driver rule, whose fix names a real build
+    problems, dummy, gpu_checks = tp.diagnose(probe("probe-h200-torch2.11.0-cu130.txt"), **h200(driver_version="570.124.06"))
+    assert names(problems) == ["cuda_build_newer_than_driver"] and gpu_checks == "failed"
+    assert "needs driver >= 580" in problems[0]["msg"]
+    assert "set llm_stack_torch_cuda to cu128 (a build of torch 2.11.0 this driver runs)" in problems[0]["msg"]
+
+
+def test_driver_below_the_release_driver_is_a_note():
+    # 12.9 was released with driver 575.51.03: a 570 driver runs torch's cu129 build through minor version compatibility
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    info["torch"]["cuda"] = "12.9"  # hand-edited: the cu129 build of the same release
+    problems, notes, gpu_checks = tp.diagnose(info, **h200(expect_local="cu129", driver_version="570.124.06"))
+    assert problems == [] and gpu_checks == "passed"
+    assert len(notes) == 1 and "minor version compatibility" in notes[0]
 
 
 def test_libcuda_unresolvable():
@@ -225,6 +238,36 @@ def test_gpu_not_covered_by_torch_arch_list():
     info["torch"]["devices"][0]["capability"] = "7.0"  # hand-edited: a V100 under a CUDA 13 torch
     problems, dummy, gpu_checks = tp.diagnose(info, **h200(compute_caps=["7.0"]))
     assert names(problems) == ["arch_not_in_build"] and "no kernel image" in problems[0]["msg"]
+    # the fix names the build of that release whose wheels still carry sm_70
+    assert "Fix: set llm_stack_torch_cuda to cu126 (the cu126 build of torch 2.11.0 with kernels for 7.0)" in problems[0]["msg"]
+    problems, dummy, dummy2 = tp.diagnose(info, **h200(compute_caps=["3.5"]))
+    assert "no torch 2.11.0 build in the matrix covers 3.5, 7.0: pin a torch release" in problems[0]["msg"]
+
+
+def test_arch_fix_names_a_build():
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    info["torch"]["arch_list"] = ["sm_80", "sm_90"]  # hand-edited: a build without Blackwell kernels
+    info["torch"]["devices"][0]["capability"] = "12.0"
+    problems, dummy, dummy2 = tp.diagnose(info, **h200(compute_caps=["12.0"]))
+    assert names(problems) == ["arch_not_in_build"]
+    assert "Fix: set llm_stack_torch_cuda to cu130 (the cu128 or cu130 builds of torch 2.11.0 with kernels for 12.0)" \
+        in problems[0]["msg"]
+
+
+@pytest.mark.parametrize("changes", [{}, {"expect_version": None}, {"expect_local": None}, {"expect_local": "cpu"},
+                                     {"index_url": "https://mirror.example/whl"}])
+def test_fix_messages_name_real_builds(changes):
+    problems, dummy, dummy2 = tp.diagnose(probe("probe-debian12-torch2.13.0-cpu.txt"), gpu_count=1,
+                                          **dict({"expect_version": "2.13.0", "expect_local": "cu130"}, **changes))
+    assert problems and all("cuXYZ" not in p["msg"] and "VERSION" not in p["msg"] for p in problems)
+
+
+def test_pip_hint():
+    assert tp.pip_hint("2.13.0", "cu130") == "pip install torch==2.13.0+cu130 --index-url https://download.pytorch.org/whl/cu130"
+    assert tp.pip_hint("2.13.0", "cpu", wheelhouse="/opt/w") == "pip install torch==2.13.0+cpu --no-index --find-links /opt/w"
+    assert tp.pip_hint(installed={"version": "2.11.0+cu130", "cuda_build": "cu130"}, index_url="https://m/x") == \
+        "pip install torch==2.11.0+cu130 --index-url https://m/x"
+    assert tp.pip_hint() == "pip install torch"
 
 
 def test_fewer_devices_than_gpus_is_a_note():
@@ -359,3 +402,69 @@ def test_probe_reports_a_torch_that_does_not_import(torch_tree):
     assert t["imported"] is False and t["error"] == "import torch: ImportError: probe imported torch"
     problems, dummy, gpu_checks = tp.diagnose({"torch": t}, expect_version="2.13.0", expect_local="cpu")
     assert names(problems) == ["torch_import_failed"]
+
+
+# --- what the torch role does with a reading ---------------------------------------------------
+
+def test_install_plan():
+    assert tp.install_plan("2.10.0", "cu128", gpu_count=8) == {
+        "build": "cu128", "spec": "torch==2.10.0+cu128", "default_index_url": "https://download.pytorch.org/whl/cu128",
+        "source": "https://download.pytorch.org/whl/cu128"}
+    # CPU-only test host without GPUs: the CPU build, from the wheelhouse
+    assert tp.install_plan("2.13.0", "cu130", gpu_count=0, cpu_only_test_host=True, wheelhouse="/opt/w") == {
+        "build": "cpu", "spec": "torch==2.13.0+cpu", "default_index_url": "https://download.pytorch.org/whl/cpu",
+        "source": "wheelhouse /opt/w"}
+    # the test switch never applies on a host with GPUs; a given spec and index are taken as they are, masked
+    plan = tp.install_plan("2.13.0", "cu130", gpu_count=1, cpu_only_test_host=True, pip_spec="torch==2.13.0",
+                           index_url="https://u:p@mirror/whl")
+    assert (plan["build"], plan["spec"], plan["source"]) == ("cu130", "torch==2.13.0", "https://***@mirror/whl")
+
+
+def test_needs_install():
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    info["venv_exists"] = True
+    assert tp.needs_install(info, [], []) is False
+    assert tp.needs_install(info, [], ["torchvision==0.26.0"]) is True
+    assert tp.needs_install(info, [{"name": "cuda_build_mismatch", "msg": ""}], []) is True
+    # a driver or device problem is not fixed by reinstalling torch
+    assert tp.needs_install(info, [{"name": "cuda_unavailable", "msg": ""}], []) is False
+    assert tp.needs_install({"venv_exists": False}, [], []) is True
+
+
+def test_failure_message():
+    assert tp.failure_message("/v", [], []) == ""
+    assert tp.failure_message("/v", [{"name": "cpu_only_build", "msg": "m."}], ["einops"]) == \
+        "torch in /v: 2 problem(s):\n- cpu_only_build: m.\n- not installed: einops"
+
+
+def test_report_on_a_gpu_host_and_in_check_mode():
+    info = probe("probe-h200-torch2.11.0-cu130.txt")
+    assert tp.report_lines(info, "passed", ["a note"], gpu_count=1) == [
+        "torch 2.11.0+cu130 (CUDA 13.0, C++11 ABI True) on Python 3.12.3 (cp312); GPU checks passed; "
+        "torch.cuda.is_available() true, capability (9, 0), arch list sm_75 sm_80 sm_86 sm_90 sm_100 sm_120", "a note"]
+    assert tp.report_lines({}, "skipped: no venv", [], check_mode=True, install=True, install_text="t would be installed") \
+        == ["check mode: t would be installed"]
+    assert tp.report_lines({"venv": "/v", "torch": None}, "skipped: no venv", []) == ["torch in /v: not installed"]
+    cpu = probe("probe-debian12-torch2.13.0-cpu.txt")
+    assert tp.report_lines(cpu, "skipped: no GPU on this host (a build host)", [])[1] == (
+        "Not checked here, for want of a GPU: torch.cuda.is_available(), the devices, the arch list and libcuda.")
+
+
+def test_record_round_trip(tmp_path):
+    torch = probe("probe-h200-torch2.11.0-cu130.txt")["torch"]
+    record = tp.record_of(torch)
+    assert tp.read_record(str(tmp_path)) is None
+    tp.write_record(str(tmp_path), record)
+    assert tp.read_record(str(tmp_path)) == record
+    assert tp.record_path(str(tmp_path)) == str(tmp_path / ".llm_stack" / "torch.json")
+
+
+def test_record_is_not_written_through_a_symlink(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".llm_stack").symlink_to(outside)
+    with pytest.raises(OSError, match="symbolic link"):
+        tp.write_record(str(venv), {"version": "x"})
+    assert list(outside.iterdir()) == []

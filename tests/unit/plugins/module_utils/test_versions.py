@@ -101,3 +101,30 @@ def test_in_range_compares_major_minor():
     assert in_range("3.14", "3.10", "3.14")
     assert not in_range("3.15", "3.10", "3.14")
     assert not in_range("3.9", "3.10", "3.14")
+
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import normalize_version  # noqa: E402
+
+
+@pytest.mark.parametrize("text, canonical", [
+    ("v0.19.1", "0.19.1"),
+    (" 2.10.0\n", "2.10.0"),
+    ("V2.10.0+CU128", "2.10.0+cu128"),
+    ("1.0-rc1", "1.0rc1"),
+    ("2.8.3post2", "2.8.3.post2"),
+    ("580.159.04", "580.159.4"),
+])
+def test_normalize_version(text, canonical):
+    assert normalize_version(text) == canonical
+    assert Version(text) == Version(canonical)
+
+
+@pytest.mark.parametrize("text", [u"\uff12.10.0", u"2.\u0661\u0660", "1" * 65, "2.10.0\n2.11.0", "vv1", "2.10.0 +cu128"])
+def test_normalize_refuses(text):
+    with pytest.raises(VersionError):
+        normalize_version(text)
+
+
+def test_prefixed_is_remembered():
+    assert Version("v0.19.1").prefixed and not Version("0.19.1").prefixed
+    assert str(Version("v0.19.1")) == "0.19.1"

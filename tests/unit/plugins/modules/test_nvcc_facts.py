@@ -68,7 +68,7 @@ def test_no_toolkit_is_not_an_error(run_module, tmp_path, monkeypatch):
     kind, result, dummy = run_module(nvcc_facts.main, {"toolkit_root": str(tmp_path)})
     assert kind == "exit"
     assert result["ansible_facts"] == {"nvcc_path": None, "nvcc_version": None, "nvcc_build": None, "nvcc_error": None,
-                                       "cuda_toolkits": [], "cuda_home_link": None}
+                                       "cuda_toolkits": [], "cuda_home_link": None, "cuda_home_link_dangling": None}
 
 
 def test_nvcc_on_path_wins_over_root(run_module, root, tmp_path, monkeypatch):

@@ -56,3 +56,81 @@ def test_cuda_version_is_required(run_module):
 def test_gpus_as_numbers_from_yaml(run_module):
     kind, result, dummy = run_module(stack_compat.main, {"cuda_version": "12.8.1", "gpus": [9.0, 8.9]})
     assert kind == "exit" and result["torch_cuda_arch_list"] == "8.9;9.0"
+
+
+GOOD = {"cuda_version": "12.8.1", "torch_version": "2.10.0", "torch_cuda": "cu128", "python_version": "3.12",
+        "flash_attn_version": "2.8.3", "vllm_version": "0.19.1", "transformers_version": "5.5.4",
+        "model": "Qwen/Qwen3.5-9B", "gpus": ["9.0"], "driver_version": "580.159.04"}
+
+
+def test_default_part_is_the_matrix_and_returns_every_key(run_module):
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD))
+    assert kind == "exit"
+    assert sorted(result) == sorted(["changed", "ok", "errors", "compat_warnings", "problems", "torch_cuda_arch_list",
+                                     "suggested", "suggested_group_vars", "normalized", "cuda_runfile", "inputs"])
+    assert result["suggested"] is None and result["suggested_group_vars"] == ""
+    assert result["normalized"]["torch_cuda_version"] == "12.8" and result["normalized"]["cuda_major_minor"] == "12.8"
+    assert result["cuda_runfile"]["name"] == "cuda_12.8.1_570.124.06_linux.run"
+    assert "ansible_facts" not in result
+
+
+def test_readme_command_line(run_module):
+    # ansible localhost -m gpufleet.llm_stack.stack_compat -a "cuda_version=12.1 torch_version=2.3.1 torch_cuda=cu121
+    #   vllm_version=0.19.1 model=Qwen/Qwen3.5-7B gpus=8.9"
+    kind, result, dummy = run_module(stack_compat.main, {"cuda_version": "12.1", "torch_version": "2.3.1",
+                                                         "torch_cuda": "cu121", "vllm_version": "0.19.1",
+                                                         "model": "Qwen/Qwen3.5-7B", "gpus": "8.9"})
+    assert kind == "exit" and result["ok"] is False
+    assert result["suggested"]["torch_version"] == "2.10.0" and result["suggested"]["model"] == "Qwen/Qwen3.5-9B"
+    assert result["cuda_runfile"] is None
+
+
+def test_problems_carry_rule_part_severity_variables(run_module):
+    kind, result, dummy = run_module(stack_compat.main, dict(EXAMPLE, parts=["matrix", "cuda_toolkit"]))
+    assert kind == "exit"
+    by_rule = dict((p["rule"], p) for p in result["problems"])
+    assert by_rule["cuda-version-format"]["part"] == "cuda_toolkit"
+    assert by_rule["vllm-torch-pin"] == dict(by_rule["vllm-torch-pin"], part="matrix", severity="error",
+                                             variables=["llm_stack_torch_version", "llm_stack_vllm_version"])
+    assert set(result["errors"]) == set(p["msg"] for p in result["problems"] if p["severity"] == "error")
+
+
+def test_facts_merge_the_contract(run_module):
+    contract = {"venv": "/opt/llm-stack/venv", "cpu_only_test_host": False,
+                "gpu": {"count": 1, "compute_caps": ["9.0"]}}
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "host"], gpu_count=1,
+                                                             arch_list="9.0a;9.0+PTX", vllm_version="v0.19.1",
+                                                             facts=True, contract=contract))
+    assert kind == "exit"
+    host = result["ansible_facts"]["llm_stack_host"]
+    assert host["venv"] == "/opt/llm-stack/venv" and host["gpu"]["count"] == 1
+    assert host["ok"] is True and host["errors"] == [] and host["suggested"] is None
+    assert host["arch_list"] == "9.0a;9.0+PTX" and host["arch_list_source"] == "inventory"
+    assert host["stack"]["vllm_version"] == "0.19.1"
+    assert sorted(host["stack"]) == sorted(["cuda_version", "torch_version", "torch_cuda", "python_version",
+                                            "flash_attn_version", "vllm_version", "transformers_version", "model"])
+
+
+def test_host_part_numbers_in_the_inventory(run_module):
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["host"], gpu_count=1,
+                                                             raw_pins={"llm_stack_python_version": 3.1,
+                                                                       "llm_stack_cuda_version": "12.8.1"}))
+    assert kind == "exit" and result["ok"] is False
+    assert 'llm_stack_python_version: "3.10"' in result["errors"][0]
+    assert result["problems"][0]["rule"] == "host-quoted-pin"
+
+
+def test_extra_errors_are_merged(run_module):
+    extra = ["cuda_toolkit_prefix is relative. Fix: set it to /usr/local"]
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, extra_errors=extra))
+    assert kind == "exit" and result["ok"] is False
+    assert result["problems"][-1]["rule"] == "role-check" and result["problems"][-1]["part"] == "extra"
+
+
+def test_bad_input_fails_naming_the_option_without_traceback(run_module):
+    for option, value in (("gpus", ["0.0"]), ("vllm_version", "1" * 5000), ("torch_version", u"\uff12.10.0")):
+        kind, result, dummy = run_module(stack_compat.main, dict(GOOD, **{option: value}))
+        assert kind == "fail" and result["option"] == option
+        assert result["msg"].startswith("Invalid option %s: " % option) and len(result["msg"]) < 400
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "vllm"]))
+    assert kind == "fail" and "parts" in result["msg"]

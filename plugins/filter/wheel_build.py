@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""wheel_build filters; documentation in wheel_build_plan.yml, wheel_build_builder.yml and
+wheel_build_cache_problem.yml next to this file. The decisions are in module_utils/wheel_build.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
+
+
+def wheel_build_plan(inputs):
+    """The wheel_build_* variables (without the prefix) in, this host's plan for its key out."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError("wheel_build_plan: the input must be a dict of the wheel_build_* variables")
+    try:
+        return wheel_build.plan(dict(inputs))
+    except wheel_build.WheelBuildError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def wheel_build_builder(batch, hostvars, entry):
+    """The host of batch that builds entry ('' when none needs it), from each host's wheel_build_state."""
+    if not isinstance(batch, (list, tuple)):
+        raise AnsibleFilterError("wheel_build_builder: the input must be the list of hosts (ansible_play_batch)")
+    states = {}
+    for host in batch:
+        try:
+            states[host] = hostvars[host].get("wheel_build_state")
+        except (KeyError, AttributeError, TypeError):
+            states[host] = None
+    return wheel_build.builder(list(batch), states, entry)
+
+
+def wheel_build_cache_problem(state, wheels, name, builder="", log=""):
+    """'' when the key's cache entry holds one wheel, else the message to stop with."""
+    if not isinstance(state, dict) or not isinstance(wheels, (list, tuple)):
+        raise AnsibleFilterError("wheel_build_cache_problem: expects a wheel_build_plan and a list of wheels")
+    return wheel_build.cache_problem(state, list(wheels), name, builder, log)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "wheel_build_plan": wheel_build_plan,
+            "wheel_build_builder": wheel_build_builder,
+            "wheel_build_cache_problem": wheel_build_cache_problem,
+        }

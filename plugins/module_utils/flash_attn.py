@@ -1,0 +1,692 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every decision of the flash_attn_build role, as pure functions.
+
+The role reads the host (gpu_facts, nvcc_facts, torch_info), hands what it
+read to ``plan`` (through the ``flash_attn_build_plan`` filter) and acts on
+the result: the arch list in force and FA2's build targets, the build key
+and its label, the group of hosts that share a wheel, the requirement, the
+build and pip environments, the check of the installed package. Nothing
+here touches the host; bad input gives messages in ``errors``, never an
+exception (except a caller passing the wrong types, a bug of the role).
+
+The arch list is parsed by ``cuda_arch`` alone; flash-attn's sm80 floor is
+``compat_matrix.FLASH_ATTN_MIN_ARCH``; URL credentials are found and masked
+by ``secrets``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import math
+import re
+import shlex
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat_matrix import FLASH_ATTN_MIN_ARCH
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import (
+    ArchError,
+    arch_list,
+    caps_of,
+    parse_cap,
+)
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
+
+# FA2's setup.py (flash-attn 2.8.3, cuda_archs() and the gencode list)
+# emits one cubin per target it knows: sm_80 always, sm_90 with CUDA >=
+# 11.8, sm_100 and sm_120 with CUDA >= 12.8; a target outside that list is
+# silently dropped (no code, no error at build time).
+# https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/setup.py
+FA2_TARGETS = (80, 90, 100, 120)
+# A cubin for X.0 runs on every X.y GPU, so one target per major suffices.
+FA2_MIN_CAP = parse_cap(FLASH_ATTN_MIN_ARCH)
+
+SOURCES = ("sdist", "git")
+BELOW_SM80 = ("skip", "fail")
+ARCH_SCOPES = ("host", "group")
+VERIFY = ("always", "changed", "never")
+
+# Where the arch list in force came from, and the variable a fix names.
+ARCH_SOURCES = {
+    "variable": "flash_attn_build_arch_list (default llm_stack_torch_cuda_arch_list)",
+    "preflight": "llm_stack_host.arch_list (set by preflight)",
+    "gpus": "the host's GPUs",
+}
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_CUDA_HOME = "/usr/local/cuda"
+# Used when the memory facts are missing (no fact gathering): a safe floor.
+DEFAULT_AVAILABLE_MB = 4096
+# nvcc threads per job are capped here: FA2 splits its work per arch target.
+MAX_NVCC_THREADS = 4
+
+CHECK_MARK = "FLASH_ATTN_CHECK "
+
+_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(==[A-Za-z0-9.+!_-]+)?", re.ASCII)
+_WHOLE_RE = re.compile(r"[0-9]{1,9}", re.ASCII)
+_NUMBER_RE = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
+_LABEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class FlashAttnError(TypeError):
+    """The role passed something of the wrong shape (a bug of the caller, not of the inventory)."""
+
+
+# --- small readers ---------------------------------------------------------
+
+def _text(value):
+    return "" if value is None else str(value).strip()
+
+
+def _whole(value, variable, errors, fix):
+    """A whole number >= 0 from an int or a string of digits; records an error otherwise."""
+    text = "" if isinstance(value, bool) else _text(value)
+    if (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or _WHOLE_RE.fullmatch(text):
+        return int(text)
+    errors.append("%s=%s is not a whole number. Fix: %s" % (variable, value, fix))
+    return 0
+
+
+def _positive(value, variable, errors, fix):
+    """A number > 0 from a number or a string; records an error otherwise."""
+    text = "" if isinstance(value, bool) else _text(value)
+    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or _NUMBER_RE.fullmatch(text):
+        number = float(text)
+        if number > 0 and math.isfinite(number):
+            return number
+    errors.append("%s=%s is not a positive number. Fix: %s" % (variable, value, fix))
+    return None
+
+
+def _bool(value):
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        return False
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+# --- the arch list and FA2's targets ---------------------------------------
+
+def host_gpus(facts):
+    """(count, compute caps) of the host: preflight's contract when set, else gpu_facts' facts."""
+    facts = _dict(facts)
+    host = facts.get("llm_stack_host")
+    if isinstance(host, dict):
+        gpu = _dict(host.get("gpu"))
+        caps = gpu.get("compute_caps") or []
+        count = gpu.get("count") or 0
+    else:
+        caps = facts.get("gpu_compute_caps") or []
+        count = facts.get("gpu_count") or 0
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        count = 0
+    return count, [_text(cap) for cap in caps if _text(cap)]
+
+
+def arch_in_force(variable, facts=None):
+    """(arch list text, source): the variable, else preflight's list, else the host's GPUs ('' without any).
+
+    source is a key of ARCH_SOURCES, or '' when there is no list at all.
+    """
+    text = _text(variable)
+    if text:
+        return text, "variable"
+    host = _dict(facts).get("llm_stack_host")
+    if isinstance(host, dict) and _text(host.get("arch_list")):
+        # preflight's list is the GPUs' own unless the inventory overrode it
+        return _text(host.get("arch_list")), "gpus" if host.get("arch_list_source") == "gpus" else "preflight"
+    dummy, caps = host_gpus(facts)
+    if caps:
+        return ";".join(caps), "gpus"
+    return "", ""
+
+
+def fa2_target(cap):
+    """FA2's build target for a compute capability: one per major ('8.6' -> 80, '12.1' -> 120)."""
+    return parse_cap(cap)[0] * 10
+
+
+def is_below_floor(cap):
+    return parse_cap(cap) < FA2_MIN_CAP
+
+
+def targets_of(caps):
+    """Sorted unique FA2 targets of the caps at or above sm80 ('8.0', '8.6', '9.0' -> [80, 90])."""
+    return sorted(set(fa2_target(cap) for cap in caps if not is_below_floor(cap)))
+
+
+def target_caps(targets):
+    """'M.0' compute capabilities of FA2 targets ([80, 100] -> ['8.0', '10.0'])."""
+    return ["%d.%d" % (target // 10, target % 10) for target in targets]
+
+
+def split_arch_list(text, source, below_sm80, hostname):
+    """What the arch list in force builds.
+
+    Returns {arch_list, arch_list_source, caps, below, kept, targets, errors,
+    gated, left_out}: caps below sm80 are left out of the targets; a target
+    FA2 does not build is an error (errors); left_out says what was left out
+    (below_sm80=skip). An empty or malformed list, and caps below sm80 with
+    below_sm80=fail, are in gated: the gate (stack_compat, part flash_attn)
+    reports those itself (compat.flash_attn_below_sm80_problems).
+    """
+    result = {"arch_list": text, "arch_list_source": source, "caps": [], "below": [], "kept": [],
+              "targets": [], "errors": [], "gated": [], "left_out": None}
+    if not text:
+        result["gated"].append(
+            "flash_attn_build_arch_list is empty on %s and the host has no GPUs to derive it from. Fix: set"
+            " llm_stack_torch_cuda_arch_list for build hosts without GPUs (for example \"8.0;9.0\")." % hostname)
+        return result
+    try:
+        caps = caps_of(text)
+    except ArchError as exc:
+        result["gated"].append("%s=%s is not an arch list: %s." % (ARCH_SOURCES[source], text, exc))
+        return result
+    below = [cap for cap in caps if is_below_floor(cap)]
+    kept = [cap for cap in caps if cap not in below]
+    unknown = sorted(set(fa2_target(cap) for cap in kept) - set(FA2_TARGETS))
+    if unknown:
+        result["errors"].append(
+            "%s=%s: flash-attn's build has no target %s (FA2 builds %s; other targets are dropped without"
+            " an error, leaving no kernels). Fix: take %s out of the arch list, or leave such hosts out of the"
+            " flash_attn_build play." % (
+                ARCH_SOURCES[source], text, ", ".join("sm%d" % t for t in unknown),
+                ", ".join("sm%d" % t for t in FA2_TARGETS),
+                ", ".join(cap for cap in kept if fa2_target(cap) in unknown)))
+    result.update(caps=caps, below=below, kept=kept, targets=targets_of(kept))
+    if below and _text(below_sm80) != "skip":
+        result["gated"].append(
+            "FA2 needs sm80 or newer; %s builds for %s (flash_attn_build_below_sm80=%s). Fix: set"
+            " flash_attn_build_below_sm80=skip to leave those GPUs out, or take them out of the arch list."
+            % (hostname, ", ".join(below), _text(below_sm80)))
+    elif below:
+        if kept:
+            result["left_out"] = ("FA2 needs sm80 or newer: %s left out of the build on %s"
+                                  " (flash_attn_build_below_sm80=skip)." % (", ".join(below), hostname))
+        else:
+            result["left_out"] = ("No flash-attn on %s: FA2 needs sm80 or newer and this host has only %s"
+                                  " (flash_attn_build_below_sm80=skip); nothing is built or installed here."
+                                  % (hostname, ", ".join(below)))
+    return result
+
+
+def group_targets(group_id, own_targets, members):
+    """Union of the own targets of the members that share group_id (arch_scope=group), with own_targets.
+
+    members: other hosts' plans (dicts with group_id and own_targets), None for hosts without one.
+    """
+    targets = set(own_targets)
+    for member in members or []:
+        if isinstance(member, dict) and group_id is not None and member.get("group_id") == group_id:
+            targets.update(int(t) for t in member.get("own_targets") or [])
+    return sorted(targets)
+
+
+# --- source, key, label ----------------------------------------------------
+
+def source_id(source, git_url, git_ref):
+    """'sdist', or 'git+URL@REF' with any credentials of the URL masked (they do not change the wheel)."""
+    if source == "git":
+        return "git+%s@%s" % (mask_credentials(_text(git_url)), _text(git_ref))
+    return "sdist"
+
+
+def requirement(version, source, git_url, git_ref):
+    """The pip requirement built: 'flash-attn==2.8.3' or 'flash-attn @ git+URL@REF'."""
+    if source == "git":
+        return "flash-attn @ git+%s@%s" % (_text(git_url), _text(git_ref))
+    return "flash-attn==%s" % _text(version)
+
+
+def pip_args(source):
+    return ["--no-build-isolation"] + (["--no-binary", "flash-attn"] if source == "sdist" else [])
+
+
+def group_id(version, src_id, torch, python_abi, test_host):
+    """Hash of every part of the key but the archs: hosts with the same one can share a wheel."""
+    parts = [_text(version), src_id, torch.get("version"), torch.get("cuda_build"), python_abi,
+             _bool(torch.get("cxx11_abi")), bool(test_host)]
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+
+def build_key(version, src_id, torch, python_abi, targets, test_host):
+    """Everything that changes the wheel (the cache key of wheel_build)."""
+    return {
+        "flash_attn": _text(version),
+        "source": src_id,
+        "torch": torch.get("version"),
+        "torch_cuda": torch.get("cuda_build"),
+        "python_abi": python_abi,
+        "cxx11_abi": _bool(torch.get("cxx11_abi")),
+        "archs": ";".join(str(t) for t in targets),
+        # false only on the CPU-only test path (FLASH_ATTENTION_SKIP_CUDA_BUILD).
+        "cuda_kernels": not test_host,
+    }
+
+
+def build_label(version, source, git_ref, torch, python_abi, targets, test_host):
+    """Readable part of the cache entry's name."""
+    label = "flash-attn-%s" % _text(version)
+    if source == "git":
+        label += "-git-" + _LABEL_UNSAFE_RE.sub("_", _text(git_ref))
+    label += "-torch%s-%s-cxx11abi%s-sm%s" % (
+        _text(torch.get("version")).replace("+", "_"), python_abi, str(_bool(torch.get("cxx11_abi"))).upper(),
+        ".".join(str(t) for t in targets))
+    if test_host:
+        label += "-python-only"
+    return label
+
+
+# --- resources -------------------------------------------------------------
+
+def available_gb(facts):
+    """Memory available to the build in GB, rounded down to 0.1: memory_mb.nocache.free, else memfree_mb."""
+    facts = _dict(facts)
+    free_mb = _dict(_dict(facts.get("memory_mb")).get("nocache")).get("free")
+    if free_mb is None:
+        free_mb = facts.get("memfree_mb")
+    try:
+        free_mb = float(free_mb)
+    except (TypeError, ValueError):
+        free_mb = DEFAULT_AVAILABLE_MB
+    return math.floor(free_mb / 1024.0 * 10) / 10
+
+
+def vcpus(facts):
+    try:
+        return max(int(_dict(facts).get("processor_vcpus") or 1), 1)
+    except (TypeError, ValueError):
+        return 1
+
+
+def jobs(cpus, free_gb, gb_per_thread, n_targets, max_jobs=0, nvcc_threads=0):
+    """(MAX_JOBS, NVCC_THREADS) for a builder.
+
+    The builder affords min(vCPUs, free GB / GB per nvcc thread) threads (at
+    least 1). NVCC_THREADS is one per arch target, at most 4, within that
+    budget; MAX_JOBS is the budget divided by NVCC_THREADS. A value > 0
+    given for either is taken as it is.
+    """
+    budget = max(min(cpus, int(free_gb / gb_per_thread)), 1)
+    threads = nvcc_threads if nvcc_threads > 0 else max(min(n_targets, MAX_NVCC_THREADS, budget), 1)
+    count = max_jobs if max_jobs > 0 else max(budget // threads, 1)
+    return count, threads
+
+
+# --- toolkit and environments ----------------------------------------------
+
+def cuda_home(override, facts=None, nvcc=None, cuda_version=None):
+    """(CUDA_HOME, where it came from) for the build.
+
+    flash_attn_build_cuda_home when set; else preflight's llm_stack_host.cuda.home; else, from the nvcc_facts
+    result given (never a fact left by another task), the toolkit of the pinned CUDA release (exact version,
+    then major.minor), else the one its nvcc belongs to; else /usr/local/cuda.
+    """
+    if _text(override):
+        return _text(override), "flash_attn_build_cuda_home"
+    host = _dict(facts).get("llm_stack_host")
+    if isinstance(host, dict) and _text(_dict(host.get("cuda")).get("home")):
+        return _text(_dict(host.get("cuda")).get("home")), "llm_stack_host.cuda.home"
+    nvcc = _dict(nvcc)
+    toolkits = [t for t in nvcc.get("cuda_toolkits") or [] if isinstance(t, dict) and t.get("path")]
+    wanted = _text(cuda_version)
+    release = ".".join(wanted.split(".")[:2])
+    for match in (lambda t: _text(t.get("version")) == wanted,
+                  lambda t: _text(t.get("release") or t.get("version")) == release):
+        found = [t["path"] for t in toolkits if wanted and match(t)]
+        if found:
+            return found[-1], "nvcc_facts (CUDA %s)" % wanted
+    nvcc_path = _text(nvcc.get("nvcc_path"))
+    if nvcc_path.endswith("/bin/nvcc"):
+        return nvcc_path[:-len("/bin/nvcc")] or "/", "nvcc_facts (nvcc_path)"
+    return DEFAULT_CUDA_HOME, "default"
+
+
+def pip_environment(wheelhouse, wheelhouse_dest, index_url):
+    """pip's environment: the pushed wheelhouse alone, else the index, else pip's own configuration."""
+    env = {"PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    if _text(wheelhouse):
+        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=_text(wheelhouse_dest))
+    elif _text(index_url):
+        env["PIP_INDEX_URL"] = _text(index_url)
+    return env
+
+
+def build_environment(pip_env, targets, venv, home, test_host, path=None):
+    """The build's environment (without MAX_JOBS and NVCC_THREADS, see with_jobs).
+
+    The CPU-only test path (no GPU, no nvcc) builds the Python package alone
+    with FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE.
+    """
+    env = dict(pip_env)
+    env.update({
+        "FLASH_ATTENTION_FORCE_BUILD": "TRUE",
+        "FLASH_ATTN_CUDA_ARCHS": ";".join(str(t) for t in targets),
+        "TORCH_CUDA_ARCH_LIST": arch_list(target_caps(targets)),
+        "PATH": ":".join([venv + "/bin"] + ([] if test_host else [home + "/bin"]) + [_text(path) or DEFAULT_PATH]),
+    })
+    if test_host:
+        env["FLASH_ATTENTION_SKIP_CUDA_BUILD"] = "TRUE"
+    else:
+        env["CUDA_HOME"] = home
+    return env
+
+
+# --- inputs ----------------------------------------------------------------
+
+INPUTS = {
+    # key: (variable, default)
+    "version": ("flash_attn_build_version", ""),
+    "source": ("flash_attn_build_source", "sdist"),
+    "git_url": ("flash_attn_build_git_url", ""),
+    "git_ref": ("flash_attn_build_git_ref", ""),
+    "venv": ("flash_attn_build_venv", ""),
+    "arch_list": ("flash_attn_build_arch_list", ""),
+    "arch_scope": ("flash_attn_build_arch_scope", "host"),
+    "below_sm80": ("flash_attn_build_below_sm80", "skip"),
+    "max_jobs": ("flash_attn_build_max_jobs", 0),
+    "nvcc_threads": ("flash_attn_build_nvcc_threads", 0),
+    "gb_per_nvcc_thread": ("flash_attn_build_gb_per_nvcc_thread", 5.0),
+    "cuda_home": ("flash_attn_build_cuda_home", ""),
+    "cuda_version": ("llm_stack_cuda_version", ""),
+    "cache_dir": ("flash_attn_build_cache_dir", ""),
+    "index_url": ("flash_attn_build_index_url", ""),
+    "wheelhouse": ("flash_attn_build_wheelhouse", ""),
+    "wheelhouse_dest": ("flash_attn_build_wheelhouse_dest", ""),
+    "build_requirements": ("flash_attn_build_build_requirements", []),
+    "runtime_requirements": ("flash_attn_build_runtime_requirements", []),
+    "verify": ("flash_attn_build_verify", "changed"),
+    "check_tolerance": ("flash_attn_build_check_tolerance", 0.01),
+    "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
+    "hostname": ("inventory_hostname", ""),
+}
+
+
+def read_inputs(inputs):
+    """The role's variables, checked: (values, errors, gated). Every message names the variable and the fix.
+
+    errors: what only this role checks (scope, verify, jobs, the cache, the
+    venv, the git source). gated: what the gate (stack_compat, part
+    flash_attn) checks as well (requirement formats). The gate alone checks
+    the flash-attn version, the source and below_sm80 choices and the
+    wheelhouse.
+    """
+    if not isinstance(inputs, dict):
+        raise FlashAttnError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
+    unknown = sorted(set(inputs) - set(INPUTS))
+    if unknown:
+        raise FlashAttnError("unknown input(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(INPUTS))))
+    v = dict((key, inputs.get(key, default)) for key, (dummy, default) in INPUTS.items())
+    errors, gated = [], []
+    for key, choices in (("arch_scope", ARCH_SCOPES), ("verify", VERIFY)):
+        if _text(v[key]) not in choices:
+            errors.append("%s=%s. Fix: use %s." % (INPUTS[key][0], v[key], " or ".join(choices)))
+    fix = "whole numbers, 0 to derive them from the builder's vCPUs and RAM"
+    v["max_jobs"] = _whole(v["max_jobs"], INPUTS["max_jobs"][0], errors, fix)
+    v["nvcc_threads"] = _whole(v["nvcc_threads"], INPUTS["nvcc_threads"][0], errors, fix)
+    v["gb_per_nvcc_thread"] = _positive(v["gb_per_nvcc_thread"], INPUTS["gb_per_nvcc_thread"][0], errors,
+                                        "a positive number of GB of RAM per nvcc thread, such as 5.0") or 5.0
+    v["check_tolerance"] = _positive(v["check_tolerance"], INPUTS["check_tolerance"][0], errors,
+                                     "a positive number, such as 0.01") or 0.01
+    if not _text(v["cache_dir"]):
+        errors.append("flash_attn_build_cache_dir is empty. Fix: set it (or llm_stack_controller_cache) to a"
+                      " directory on the controller.")
+    if not _text(v["venv"]):
+        errors.append("flash_attn_build_venv is empty. Fix: set it (or llm_stack_venv) to the venv with the"
+                      " stack's torch.")
+    for key in ("build_requirements", "runtime_requirements"):
+        value = v[key]
+        if not isinstance(value, (list, tuple)):
+            errors.append("%s=%s is not a list. Fix: a list of exact pins or bare names (ninja, einops==0.8.2)."
+                          % (INPUTS[key][0], value))
+            v[key] = []
+            continue
+        bad = [item for item in value if not isinstance(item, str) or not _REQUIREMENT_RE.fullmatch(item.strip())]
+        if bad:
+            gated.append("%s has %s. Fix: exact pins or bare names only (ninja, einops==0.8.2)."
+                         % (INPUTS[key][0], ", ".join(repr(item) for item in bad)))
+        v[key] = [item.strip() for item in value if item not in bad]
+    if _text(v["source"]) == "git":
+        for key in ("git_url", "git_ref"):
+            if not _text(v[key]) or re.search(r"\s", _text(v[key])):
+                errors.append("%s=%r with flash_attn_build_source=git. Fix: the repository URL and a tag, branch"
+                              " or commit (a commit is the reproducible choice), without spaces."
+                              % (INPUTS[key][0], v[key]))
+    v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
+    for key in ("version", "source", "git_url", "git_ref", "venv", "arch_list", "arch_scope", "below_sm80",
+                "cuda_home", "cuda_version", "cache_dir", "index_url", "wheelhouse", "wheelhouse_dest", "verify",
+                "hostname"):
+        v[key] = _text(v[key])
+    return v, errors, gated
+
+
+# --- the venv's torch ------------------------------------------------------
+
+def read_torch(result):
+    """What a torch_info result says about the venv: {venv_exists, torch, python_abi, unmet, installed_url, error}.
+
+    error is None when the venv has a torch to build against (version, CUDA build and C++11 ABI known).
+    """
+    result = _dict(result)
+    info = _dict(result.get("info"))
+    torch = info.get("torch")
+    venv_exists = bool(info.get("venv_exists"))
+    python = _dict(info.get("python"))
+    dist = _dict(_dict(info.get("distributions")).get("flash-attn"))
+    url = _dict(dist.get("direct_url")).get("url") or ""
+    error = None
+    if not venv_exists:
+        error = "no venv"
+    elif not isinstance(torch, dict):
+        error = "torch not installed"
+    elif torch.get("error"):
+        error = _text(torch.get("error"))
+    elif torch.get("cxx11_abi") is None:
+        error = "torch's C++11 ABI is not known"
+    return {
+        "venv_exists": venv_exists,
+        "torch": torch if isinstance(torch, dict) else None,
+        "python_abi": _text(python.get("abi_tag")),
+        "unmet": [_text(item) for item in result.get("unmet") or []],
+        "installed_url": _text(url),
+        "error": error,
+    }
+
+
+# --- the plan --------------------------------------------------------------
+
+def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
+    """The flash-attn build plan of one host.
+
+    inputs: the role's variables (INPUTS keys); facts: ansible_facts (preflight's llm_stack_host, else the
+    gpu_facts facts; env.PATH); torch: the torch_info result for the venv (key, label and group need it);
+    nvcc: the nvcc_facts result's ansible_facts (CUDA_HOME when neither the variable nor preflight says);
+    group: the other hosts' plans (arch_scope=group). Never raises for bad values: see ``errors``.
+    """
+    v, role_errors, gated = read_inputs(inputs)
+    host = v["hostname"]
+    test_host = v["cpu_only_test_host"]
+    text, source = arch_in_force(v["arch_list"], facts)
+    archs = split_arch_list(text, source, v["below_sm80"], host)
+    role_errors.extend(archs["errors"])
+    errors = role_errors + gated + archs["gated"]
+    gpu_count, gpu_caps = host_gpus(facts)
+    try:
+        gpu_targets = targets_of(caps_of(";".join(gpu_caps))) if gpu_caps else []
+    except ArchError:
+        gpu_targets = archs["targets"]
+    home, home_source = (None, None) if test_host else cuda_home(v["cuda_home"], facts, nvcc, v["cuda_version"])
+    pip_env = pip_environment(v["wheelhouse"], v["wheelhouse_dest"], v["index_url"])
+    src_id = source_id(v["source"], v["git_url"], v["git_ref"])
+    result = {
+        "ok": not errors,
+        "errors": errors,
+        # What the role's gate passes to stack_compat: the options of part flash_attn it derives, and the
+        # errors only this module finds (extra_errors); the gate finds the others itself.
+        # The arch list in force decides: the GPUs go to the gate only when the list is theirs.
+        "gate": {"flash_attn_arch_list": "" if source == "gpus" else text, "gpus": gpu_caps if source == "gpus" else [],
+                 "extra_errors": role_errors},
+        "hostname": host,
+        "version": v["version"],
+        "venv": v["venv"],
+        "arch_scope": v["arch_scope"],
+        "verify": v["verify"],
+        "cpu_only_test_host": test_host,
+        "arch_list": archs["arch_list"],
+        "arch_list_source": archs["arch_list_source"],
+        "caps": archs["caps"],
+        "below": archs["below"],
+        "left_out": archs["left_out"],
+        "own_targets": archs["targets"],
+        "targets": archs["targets"],
+        "build": not errors and bool(archs["targets"]),
+        "gpu_count": gpu_count,
+        "gpu_targets": gpu_targets,
+        "requirement": requirement(v["version"], v["source"], v["git_url"], v["git_ref"]),
+        "source_id": src_id,
+        "pip_args": pip_args(v["source"]),
+        "pip_environment": pip_env,
+        "no_log": has_credentials(v["index_url"]) or (v["source"] == "git" and has_credentials(v["git_url"])),
+        "push": [{"src": v["wheelhouse"], "dest": v["wheelhouse_dest"]}] if v["wheelhouse"] else [],
+        "requirements": v["build_requirements"] + v["runtime_requirements"],
+        "cuda_home": home,
+        "cuda_home_source": home_source,
+        # Neither the variable nor preflight names the toolkit: read the host's (nvcc_facts), then plan again.
+        "read_toolkits": not test_host and nvcc is None and home_source == "default",
+        "gb_per_nvcc_thread": v["gb_per_nvcc_thread"],
+        "max_jobs": v["max_jobs"],
+        "nvcc_threads": v["nvcc_threads"],
+        "required_paths": [] if test_host else [{
+            "path": home + "/bin/nvcc",
+            "msg": "No nvcc at %s/bin/nvcc on the builder %s (CUDA_HOME from %s). Fix: run"
+                   " gpufleet.llm_stack.cuda_toolkit first, or set flash_attn_build_cuda_home to the toolkit."
+                   % (home, host, home_source)}],
+        "check": check_command(v, gpu_count, gpu_targets, archs["targets"], home),
+        # Filled in once the venv's torch is known (torch given).
+        "torch": None, "torch_error": None, "venv_exists": None, "unmet": [], "install_argv": [],
+        "installed_url": "", "group_id": None, "key": None, "label": None, "environment": None,
+    }
+    if torch is None:
+        return result
+    venv = read_torch(torch)
+    result.update(venv_exists=venv["venv_exists"], torch=venv["torch"], unmet=venv["unmet"],
+                  installed_url=venv["installed_url"],
+                  install_argv=[v["venv"] + "/bin/python", "-m", "pip", "install", "--no-input"] + venv["unmet"])
+    if venv["error"] is not None:
+        result["torch_error"] = (
+            "%s on %s has no working torch (%s). flash-attn is built against the venv's torch. Fix: run"
+            " gpufleet.llm_stack.torch first (playbooks/torch.yml)." % (v["venv"], host, venv["error"]))
+        return result
+    gid = group_id(v["version"], src_id, venv["torch"], venv["python_abi"], test_host)
+    targets = archs["targets"]
+    if v["arch_scope"] == "group":
+        targets = group_targets(gid, targets, group)
+    result.update(
+        group_id=gid,
+        targets=targets,
+        key=build_key(v["version"], src_id, venv["torch"], venv["python_abi"], targets, test_host),
+        label=build_label(v["version"], v["source"], v["git_ref"], venv["torch"], venv["python_abi"], targets,
+                          test_host),
+        environment=build_environment(pip_env, targets, v["venv"], home, test_host,
+                                      _dict(_dict(facts).get("env")).get("PATH")),
+    )
+    result["check"] = check_command(v, gpu_count, gpu_targets, targets, home)
+    return result
+
+
+def with_jobs(build_plan, facts=None):
+    """The build's environment and log header once the builder's CPU and memory facts are known.
+
+    Returns {environment (with MAX_JOBS and NVCC_THREADS), log_header, max_jobs, nvcc_threads, vcpus,
+    available_gb}. Called when the build starts, after wheel_build gathered the builder's hardware facts.
+    """
+    if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
+        raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn_build_plan(torch=...))")
+    cpus, free_gb = vcpus(facts), available_gb(facts)
+    per_thread = float(build_plan.get("gb_per_nvcc_thread") or 5.0)
+    max_jobs, threads = jobs(cpus, free_gb, per_thread, len(build_plan["targets"]),
+                             int(build_plan.get("max_jobs") or 0), int(build_plan.get("nvcc_threads") or 0))
+    env = dict(build_plan["environment"])
+    env.update(MAX_JOBS=str(max_jobs), NVCC_THREADS=str(threads))
+    torch = _dict(build_plan.get("torch"))
+    if build_plan.get("cpu_only_test_host"):
+        toolkit = "CPU-only test path: FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE, no CUDA kernels"
+    else:
+        toolkit = "CUDA_HOME=%s (from %s)" % (build_plan.get("cuda_home"), build_plan.get("cuda_home_source"))
+    header = [
+        "flash-attn %s (%s) against torch %s" % (build_plan.get("version"), build_plan.get("source_id"),
+                                                 torch.get("version")),
+        "FLASH_ATTN_CUDA_ARCHS=%s TORCH_CUDA_ARCH_LIST=%s" % (env["FLASH_ATTN_CUDA_ARCHS"], env["TORCH_CUDA_ARCH_LIST"]),
+        "MAX_JOBS=%d NVCC_THREADS=%d (%d vCPUs, %s GB available, %s GB per nvcc thread)"
+        % (max_jobs, threads, cpus, free_gb, per_thread),
+        toolkit,
+    ]
+    return {"environment": env, "log_header": header, "max_jobs": max_jobs, "nvcc_threads": threads,
+            "vcpus": cpus, "available_gb": free_gb}
+
+
+# --- the check of the installed package ------------------------------------
+
+def check_command(v, gpu_count, gpu_targets, targets, home):
+    """{cmd, title} of files/flash_attn_check.py for this host.
+
+    The kernels checked are the host's own GPUs' targets (what its wheel must
+    hold), or the build targets on a host without GPUs of sm80 or newer (a
+    build host), which then runs no forward pass.
+    """
+    usable = gpu_count if gpu_targets else 0
+    archs = gpu_targets if usable else targets
+    argv = ["flash_attn_check.py", "--expect-version", v["version"], "--archs", ",".join(str(t) for t in archs),
+            "--gpus", str(usable), "--tolerance", str(v["check_tolerance"])]
+    argv += ["--cpu-only-test-host"] if v["cpu_only_test_host"] else ["--cuda-home", home]
+    title = "Check flash-attn: import"
+    if gpu_targets:
+        title += ", kernels for sm" + ";sm".join(str(t) for t in gpu_targets)
+    if usable:
+        title += ", a forward pass on GPU 0"
+    return {"cmd": " ".join(shlex.quote(arg) for arg in argv), "title": title}
+
+
+def check_result(stdout, rc=None, stderr=""):
+    """What files/flash_attn_check.py printed: its JSON line, with ok, summary and failure added.
+
+    summary: the success message; failure: the problems, or why there was no result.
+    """
+    found = None
+    for line in _text(stdout).splitlines():
+        if line.startswith(CHECK_MARK):
+            try:
+                found = json.loads(line[len(CHECK_MARK):])
+            except ValueError:
+                found = None
+            break
+    if not isinstance(found, dict):
+        tail = _text(stderr)[-800:]
+        return {"ok": False, "version": None, "elf_archs": [], "forward_max_abs_err": None, "skipped": [],
+                "problems": [], "summary": "",
+                "failure": "the check printed no result (exit %s): %s" % ("?" if rc is None else rc, tail)}
+    res = dict(found)
+    res.setdefault("problems", [])
+    res.setdefault("skipped", [])
+    res.setdefault("elf_archs", [])
+    res.setdefault("forward_max_abs_err", None)
+    res["ok"] = bool(res.get("ok")) and not res["problems"]
+    summary = "flash-attn %s works" % (res.get("version") or "?")
+    if res["elf_archs"]:
+        summary += " (kernels: sm%s)" % ", sm".join(str(a) for a in res["elf_archs"])
+    if res["forward_max_abs_err"] is not None:
+        summary += " (forward max abs error %s)" % res["forward_max_abs_err"]
+    res["summary"] = summary + "."
+    res["failure"] = "; ".join(str(p) for p in res["problems"]) or ("" if res["ok"] else "the check failed")
+    return res

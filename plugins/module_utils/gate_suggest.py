@@ -1,0 +1,351 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The suggested stack: the complete stack nearest to the pins that passes the gate on this host.
+
+Candidates are walked in order of preference, each dimension filtered by
+the rules that concern it alone, and each complete candidate is run
+through the whole gate (the same parts, with the same host inputs):
+
+- the model family is kept (a Qwen3.5 id of a size that does not exist
+  becomes the nearest real size);
+- the pinned vLLM first, then the newest vLLM releases; torch is the one
+  vLLM pins;
+- torch's CUDA build: the pinned one, else the builds this driver runs
+  and that carry kernels for every GPU, the toolkit's own first;
+- the toolkit: only releases with a known runfile, the pinned one first,
+  else the newest release of the build's minor, else of its major;
+- Python: the pinned one, else the venv's or the host's interpreter, else
+  the nearest that torch and vLLM allow;
+- transformers: the pinned one, else what vLLM and the model need;
+- flash-attn: the pinned one, else the newest known, else none.
+
+Host problems that no pin fixes (no GPU, a broken nvidia-smi, no space, a
+missing runfile checksum) leave nothing that passes: the suggestion is
+then None, as it is when the pins already pass.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import PINS, StackInputError
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import (
+    Version,
+    VersionError,
+    in_range,
+    satisfies,
+)
+
+# Candidates run through the whole gate at most (each is a few hundred
+# microseconds); the filters below keep the walk far shorter.
+MAX_EVALUATIONS = 200
+
+VARIABLE_OF = dict((pin, compat.VARIABLES[pin]) for pin in PINS)
+
+
+def _unique(values):
+    seen = []
+    for value in values:
+        if value is not None and value not in seen:
+            seen.append(value)
+    return seen
+
+
+def _models(p, problems):
+    model = p["model"] or ""
+    if model and any(problem["rule"] == "qwen35-model-id" for problem in problems):
+        return [compat.nearest_qwen35(model)]
+    return [model]
+
+
+def _is_qwen35(model):
+    return bool(model) and compat.qwen35_parts(model) is not None
+
+
+def _vllms(cur):
+    pinned = cur["vllm_version"]
+    if not pinned:
+        return [""]
+    newest_first = sorted(M.VLLM, key=Version, reverse=True)
+    return _unique([pinned] + newest_first)
+
+
+def _torches(cur, vllm):
+    entry = M.VLLM.get(vllm) if vllm else None
+    if entry:
+        return [entry["torch"]]
+    pinned = cur["torch_version"]
+    known = [minor + ".0" for minor in sorted(M.TORCH, key=Version, reverse=True)]
+    if pinned and Version(pinned).major_minor() in M.TORCH:
+        return _unique([pinned] + known)
+    return known
+
+
+def _torch_cudas(cur, torch, gpus, driver):
+    builds = compat.builds_covering(torch, gpus) if gpus else compat.torch_builds(torch)
+    if driver is not None:
+        builds = [b for b in builds if compat.driver_runs(driver, b)]
+    tags = [compat._cu(b) for b in builds]
+    pinned = cur["torch_cuda"]
+    cuda_mm = Version(cur["cuda_version"]).major_minor() if cur["cuda_version"] else None
+
+    pinned_major = Version(cuda_mm).major if cuda_mm else None
+
+    def rank(tag):
+        version = Version(compat.torch_cuda_version(tag))
+        quiet = driver is None or not compat.driver_runtime_problems(driver, tag)
+        return (tag != pinned, version.major_minor() != cuda_mm, version.major != pinned_major, not quiet,
+                -version.major, -version.minor)
+    return sorted(tags, key=rank)
+
+
+# Problems no pin changes: a suggestion cannot pass while one of them stands.
+UNFIXABLE = frozenset((
+    "host-gpu-error", "host-no-gpu", "host-arch-list-empty", "host-arch-list-invalid", "host-arch-list-gpus",
+    "host-free-space", "cuda-runfile-source", "cuda-runfile-checksum-format", "torch-extra-packages",
+    "flash-attn-options", "flash-attn-arch-list", "flash-attn-requirements", "role-check",
+))
+
+
+def _toolkit_possible(params, p):
+    """A test for the releases the cuda_toolkit part lets through on this host (runfile settings as they are)."""
+    if "cuda_toolkit" not in (params.get("parts") or []):
+        return lambda release: True
+    raw = (p["raw"]["cuda_version"] or "").strip() if isinstance(p["raw"]["cuda_version"], str) else ""
+    installed = raw if params.get("toolkit_installed") else None
+    source = (params.get("runfile_source") or "url").strip()
+    if source == "url":
+        if (params.get("runfile_checksum") or "").strip():
+            return lambda release: True
+        return lambda release: release == installed
+    src = (params.get("runfile_src") or "").strip()
+    if source == "controller" and src and os.path.isfile(src):
+        name = os.path.basename(src)
+        return lambda release: release == installed or (
+            (compat.runfile_for(release) or {}).get("name") == name and not (params.get("runfile_name") or "").strip())
+    return lambda release: release == installed
+
+
+def _cudas(cur, tag, gpus, driver, possible):
+    wanted = Version(compat.torch_cuda_version(tag))
+    releases = [r for r in compat.known_runfile_releases() if Version(r).major == wanted.major and possible(r)]
+    ok = []
+    for release in releases:
+        version = Version(release)
+        if driver is not None and not compat.driver_runs(driver, release):
+            continue
+        if any(M.ARCH_FIRST_CUDA.get(gpu) and Version(version.major_minor()) < Version(M.ARCH_FIRST_CUDA[gpu])
+               for gpu in gpus):
+            continue
+        ok.append(release)
+    pinned = cur["cuda_version"]
+
+    def rank(release):
+        version = Version(release)
+        return (release != pinned, version.major_minor() != wanted.major_minor(), -version.minor, -version.release[-1])
+    return sorted(ok, key=rank)
+
+
+def _host_pythons(params, pinned_mm):
+    """Python X.Y versions the host can create the venv from, or None when unknown (any allowed)."""
+    venv_python = params.get("venv_python")
+    if isinstance(venv_python, str) and venv_python.strip():
+        try:
+            return [Version(venv_python).major_minor()]
+        except VersionError:
+            return []
+    found = []
+    for text in params.get("host_pythons") or []:
+        try:
+            found.append(Version(str(text)).major_minor())
+        except VersionError:
+            continue
+    interpreter = params.get("interpreter")
+    if isinstance(interpreter, dict):
+        if interpreter.get("found") and interpreter.get("venv") and interpreter.get("ensurepip"):
+            try:
+                found.append(Version(str(interpreter.get("version"))).major_minor())
+            except VersionError:
+                pass
+        return _unique(found)
+    return _unique(found) if found else None
+
+
+def _pythons(cur, params, torch, vllm):
+    entry = M.TORCH.get(Version(torch).major_minor())
+    vllm_entry = M.VLLM.get(vllm) if vllm else None
+
+    def allowed(python):
+        if entry and not in_range(python, entry["python"][0], entry["python"][1]):
+            return False
+        return not (vllm_entry and not satisfies(python, vllm_entry["python"]))
+    pinned = cur["python_version"]
+    pinned_mm = Version(pinned).major_minor() if pinned else None
+    host = _host_pythons(params, pinned_mm)
+    rest = compat.python_versions()
+    if pinned_mm:
+        rest = sorted(rest, key=lambda v: (abs(Version(v).minor - Version(pinned_mm).minor), -Version(v).minor))
+    else:
+        rest = list(reversed(rest))
+    order = _unique([pinned_mm] + (host or []) + rest)
+    if host is not None:
+        order = [v for v in order if v in host]
+    return [v for v in order if allowed(v)]
+
+
+def _transformers(cur, vllm, model):
+    entry = M.VLLM.get(vllm) if vllm else None
+    qwen = _is_qwen35(model)
+
+    def allowed(version):
+        if entry and not satisfies(version, entry["transformers"]):
+            return False
+        return not (qwen and Version(version) < Version(M.QWEN35["min_transformers"]))
+    options = [cur["transformers_version"]]
+    if entry:
+        options += [entry["transformers_suggest"], compat._spec_floor(entry["transformers"])]
+    newest = sorted((e["transformers_suggest"] for e in M.VLLM.values() if e["transformers_suggest"]), key=Version)
+    options += newest[-1:]
+    return [v for v in _unique(options) if v and allowed(v)] or ([""] if not cur["transformers_version"] else [])
+
+
+def _flash_attns(cur):
+    pinned = cur["flash_attn_version"]
+    if not pinned:
+        return [""]
+    latest = [e["latest"] for dummy, e in sorted(M.FLASH_ATTN.items(), key=lambda i: Version(i[0]), reverse=True)]
+    return _unique([pinned] + latest + [""])
+
+
+_HOST_KEYS = ("interpreter", "venv_python", "host_pythons", "toolkit_installed", "runfile_source", "runfile_checksum",
+              "runfile_src", "runfile_name")
+
+
+def host_view(params):
+    """The options, with what the role gates' inputs know of the host where this call's own options say nothing."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
+    view = dict(params)
+    parts = list(params.get("parts") or [])
+    for inputs in gate.role_gate_inputs(params):
+        parts += [part for part in inputs.get("parts") or [] if part not in parts]
+        for key in _HOST_KEYS:
+            if view.get(key) in (None, "", []) and inputs.get(key) not in (None, "", []):
+                view[key] = inputs[key]
+    view["parts"] = parts
+    return view
+
+
+def candidates(params, p, problems):
+    """Complete stacks (dicts of the eight pins) in order of preference."""
+    params = host_view(params)
+    cur = compat.normalized_pins(p)
+    gpus, driver = p["gpus"], p["driver_version"]
+    possible = _toolkit_possible(params, p)
+    for model in _models(p, problems):
+        qwen = _is_qwen35(model)
+        for vllm in _vllms(cur):
+            if qwen and vllm and vllm in M.VLLM and Version(vllm) < Version(M.QWEN35["min_vllm"]):
+                continue
+            for torch in _torches(cur, vllm):
+                for tag in _torch_cudas(cur, torch, gpus, driver):
+                    for cuda in _cudas(cur, tag, gpus, driver, possible):
+                        for python in _pythons(cur, params, torch, vllm):
+                            for transformers in _transformers(cur, vllm, model):
+                                for flash_attn in _flash_attns(cur):
+                                    yield {
+                                        "cuda_version": cuda, "torch_version": torch, "torch_cuda": tag,
+                                        "python_version": python, "flash_attn_version": flash_attn,
+                                        "vllm_version": vllm, "transformers_version": transformers, "model": model,
+                                    }
+
+
+def _adjust(params, p, stack):
+    """Options of one call for a candidate stack: the pins replaced, what belongs to the old pins made unknown."""
+    cur = compat.normalized_pins(p)
+    trial = dict(params)
+    for pin in PINS:
+        if pin in params or pin in ("cuda_version",):
+            trial[pin] = stack[pin]
+    trial["extra_errors"] = None
+    trial["extra_warnings"] = None
+    raw_pins = params.get("raw_pins")
+    if isinstance(raw_pins, dict):
+        by_variable = dict((compat.VARIABLES[pin], stack[pin]) for pin in PINS)
+        trial["raw_pins"] = dict((name, by_variable.get(name, value)) for name, value in raw_pins.items())
+    if stack["cuda_version"] != cur["cuda_version"] or stack["cuda_version"] != (p["raw"]["cuda_version"] or ""):
+        # the toolkit found installed is the pinned release's
+        trial["toolkit_installed"] = False
+    if stack["python_version"] != (p["raw"]["python_version"] or "") and isinstance(params.get("interpreter"), dict):
+        # the interpreter probed is the pinned Python's; another one is found when the host has it (host_pythons)
+        host = _host_pythons(params, None) or []
+        found = stack["python_version"] in host
+        trial["interpreter"] = {"found": found, "version": stack["python_version"] if found else None,
+                                "venv": found, "ensurepip": found,
+                                "error": None if found else "python%s: not among host_pythons" % stack["python_version"]}
+    return trial
+
+
+def candidate_params(params, p, stack):
+    """The gate's options for a candidate stack on the same host (role gates' inputs adjusted alike)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
+    trial = _adjust(params, p, stack)
+    gates = []
+    for inputs in gate.role_gate_inputs(params):
+        role_p = compat.validate(inputs)
+        merged = dict(inputs)
+        if not merged.get("host_pythons") and params.get("host_pythons"):
+            merged["host_pythons"] = params.get("host_pythons")
+        gates.append({"inputs": _adjust(merged, role_p, stack)})
+    trial["role_gates"] = gates
+    return trial
+
+
+def passes(params):
+    """True when the gate finds no error for these options."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
+    try:
+        dummy, problems = gate.evaluate(params)
+    except StackInputError:
+        return False
+    return not any(problem["severity"] == "error" for problem in problems)
+
+
+def suggest(params, p, problems):
+    """The nearest complete stack that passes the gate on this host, or None when none passes."""
+    if not any(problem["severity"] == "error" for problem in problems):
+        return None
+    if any(problem["rule"] in UNFIXABLE and problem["severity"] == "error" for problem in problems):
+        return None
+    for count, stack in enumerate(candidates(params, p, problems)):
+        if count >= MAX_EVALUATIONS:
+            return None
+        if passes(candidate_params(params, p, stack)):
+            return stack
+    return None
+
+
+def group_vars(suggested, current, params=None):
+    """The suggested stack as a ready-to-paste group_vars block (versions quoted), changes marked."""
+    if not suggested:
+        return ""
+    lines = ["# Suggested stack: passes every check of the gate for this host."]
+    for pin in PINS:
+        value = suggested[pin]
+        was = current.get(pin, "")
+        line = '%s: "%s"' % (VARIABLE_OF[pin], value)
+        if value != was:
+            line += "  # was %s" % ('"%s"' % was if was else "empty")
+        lines.append(line)
+    params = params or {}
+    if suggested["cuda_version"] != current.get("cuda_version") and (params.get("runfile_source") or "url") == "url" \
+            and "cuda_toolkit" in (params.get("parts") or []):
+        runfile = compat.runfile_for(suggested["cuda_version"])
+        if runfile:
+            lines.append("# and cuda_toolkit_runfile_checksum: the md5 of %s from %s"
+                         % (runfile["name"], M.RUNFILE_MD5_URL.format(version=suggested["cuda_version"])))
+    return "\n".join(lines) + "\n"

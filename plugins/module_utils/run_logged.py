@@ -1,0 +1,706 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One long command on the host, detached, with a log; and what its log says about its progress.
+
+Host side (the ``run_logged`` module calls these):
+
+* ``start_job`` writes the log's header and starts a supervisor process
+  that is detached from the module (its own session, no inherited file
+  descriptors). The supervisor runs the command in a process group of its
+  own, copies its output into the log with credentials masked, kills the
+  whole group when the time limit passes, and writes the exit status to
+  ``<log>.rc``. ``<log>.pid`` names the job, the supervisor and the group.
+  The command's environment lives only in the supervisor's memory: it is
+  on no command line and in no file.
+* ``job_status`` reads those files and the end of the log.
+* ``stop_job`` ends a job's process group.
+
+Pure functions (the action plugin and the unit tests use them):
+
+* ``progress_of(text)``: ninja's ``[N/M]``, the bytes or percent of a pip
+  or ``hf download`` transfer, and the last line of a log's end.
+* ``Estimator``: the rate and the time left, from successive readings.
+* ``describe(...)``: the progress line the play output shows.
+
+Standard library only, Python 3.8+ (it runs on the managed host).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import time
+
+try:
+    from shlex import quote as _quote
+except ImportError:  # pragma: no cover
+    from pipes import quote as _quote  # type: ignore
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+LOG_MODE = 0o640
+KILL_GRACE = 5
+# What the end of the log is read for: progress and the tail.
+TAIL_BYTES = 64 * 1024
+# Environment variables whose values are masked wherever they would appear:
+# named like a secret, and long enough to be one (HF_HUB_DISABLE_IMPLICIT_TOKEN=0
+# is a switch, and masking every "0" would wreck the log).
+SECRET_NAME_RE = re.compile(r"TOKEN|PASSW|SECRET|CREDENTIAL|AUTH|COOKIE|API_?KEY|PRIVATE|(^|_)KEY$", re.IGNORECASE)
+SECRET_MIN_LENGTH = 4
+NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# The options of the run_logged action (the module adds operation and job).
+OPTIONS = dict(
+    name=dict(type="str"),
+    argv=dict(type="list", elements="str", required=True),
+    environment=dict(type="dict", default={}),
+    log=dict(type="path", required=True),
+    log_header=dict(type="list", elements="str", default=[]),
+    timeout=dict(type="int", default=3600),
+    poll=dict(type="int", default=10),
+    progress_interval=dict(type="int", default=30),
+    tail_lines=dict(type="int", default=40),
+    creates=dict(type="path"),
+)
+MAX_PROGRESS_INTERVAL = 60
+
+
+def option_problems(params):
+    """What is wrong with the timing options, as messages naming the option."""
+    problems = []
+    if not 1 <= (params.get("progress_interval") or 0) <= MAX_PROGRESS_INTERVAL:
+        problems.append("progress_interval must be 1 to %d seconds, got %r" % (MAX_PROGRESS_INTERVAL,
+                                                                              params.get("progress_interval")))
+    if (params.get("poll") or 0) < 1:
+        problems.append("poll must be 1 or more seconds, got %r" % (params.get("poll"),))
+    if (params.get("timeout") or 0) < 1:
+        problems.append("timeout must be 1 or more seconds, got %r" % (params.get("timeout"),))
+    if (params.get("tail_lines") is None) or params["tail_lines"] < 0:
+        problems.append("tail_lines must be 0 or more, got %r" % (params.get("tail_lines"),))
+    return problems
+
+
+class JobError(Exception):
+    """A job cannot be started or read; the message says why and what to do."""
+
+
+# ---------------------------------------------------------------------------
+# Secrets
+
+
+def secret_values(environment):
+    """Values of the environment that must never be shown: those of variables named like a secret (not switches)."""
+    found = []
+    for name, value in sorted((environment or {}).items()):
+        text = "" if value is None else str(value)
+        if (SECRET_NAME_RE.search(str(name)) and len(text) >= SECRET_MIN_LENGTH and not text.isdigit()
+                and text.lower() not in NOT_SECRETS):
+            found.append(text)
+    return found
+
+
+def mask(text, secrets=()):
+    """mask_credentials over text (URL userinfo, bearer values, hub tokens, and the given secrets)."""
+    return mask_credentials(text, secrets)
+
+
+def command_line(argv, secrets=()):
+    """The command as a shell would read it, credentials masked."""
+    return mask(" ".join(_quote(str(arg)) for arg in argv), secrets)
+
+
+# ---------------------------------------------------------------------------
+# Progress in a log
+
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_NINJA_RE = re.compile(r"^\[(?P<done>\d+)/(?P<total>\d+)\]\s*(?P<what>.*)$")
+# pip --progress-bar raw: "Progress 1048576 of 16311296" (pip 24.1 to 25.x), "... of 16311296 bytes" (later).
+_PIP_RAW_RE = re.compile(r"^\s*Progress (?P<done>\d+) of (?P<total>\d+|\?)(?: bytes)?\s*$")
+# pip's bar as written to a file (the end of a download): "━━━━ 16.3/16.3 MB 127.3 MB/s eta 0:00:00"
+_PIP_BAR_RE = re.compile(r"(?P<done>\d+(?:\.\d+)?)/(?P<total>\d+(?:\.\d+)?) (?P<unit>[kMGT]?B)\b")
+# "  Downloading torch-2.13.0+cpu-cp311-...whl (191.8 MB)"
+_PIP_DOWNLOADING_RE = re.compile(r"^\s*Downloading (?P<file>\S+)(?: \((?P<size>\d+(?:\.\d+)?) (?P<unit>[kMGT]?B)\))?")
+# tqdm (hf download): "model.safetensors:  42%|####2     | 1.05G/2.50G [00:10<00:14, 103MB/s]"
+# and "Fetching 5 files:  40%|####      | 2/5 [00:01<00:01,  1.9it/s]"
+_TQDM_RE = re.compile(
+    r"^(?P<desc>.*?):?\s*(?P<percent>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\s*[kMGTP]?B?)/(?P<total>[\d.]+\s*[kMGTP]?B?)"
+    r"(?:\s*\[(?P<times>[^\]]*)\])?")
+_UNITS = {"": 1, "B": 1, "k": 1000, "kB": 1000, "K": 1000, "KB": 1000, "M": 1000 ** 2, "MB": 1000 ** 2,
+          "G": 1000 ** 3, "GB": 1000 ** 3, "T": 1000 ** 4, "TB": 1000 ** 4, "P": 1000 ** 5, "PB": 1000 ** 5}
+# "-c -c /src/part1.cpp -o /build/part1.o" (torch's cpp_extension repeats -c)
+_SOURCE_RE = re.compile(r"(?:^|\s)-c\s+(?:-c\s+)*(?P<src>[^\s-]\S*)")
+_OUTPUT_RE = re.compile(r"(?:^|\s)-o\s+(?P<out>[^\s-]\S*)")
+_PROGRESS_LINE_RE = re.compile(r"^\s*Progress \d+ of |%\|")
+
+
+def _amount(text):
+    """'1.05G' / '191.8 MB' / '12' -> a number of bytes (or items); None for junk."""
+    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kKMGTP]?B?)\s*$", text or "")
+    if not match:
+        return None
+    unit = match.group(2)
+    factor = _UNITS.get(unit, _UNITS.get(unit[:1], 1))
+    return int(float(match.group(1)) * factor)
+
+
+def log_lines(text):
+    """Lines of a log as a terminal would have left them: a carriage return starts the line again."""
+    lines = []
+    for raw in (text or "").split("\n"):
+        parts = [part for part in raw.split("\r") if part.strip()]
+        if parts:
+            lines.append(_ANSI_RE.sub("", parts[-1]).rstrip())
+    return [line for line in lines if line.strip()]
+
+
+def _segments(text):
+    """Every carriage-return-separated piece of every line, newest last (tqdm rewrites its line)."""
+    out = []
+    for raw in (text or "").split("\n"):
+        for part in raw.split("\r"):
+            part = _ANSI_RE.sub("", part).rstrip()
+            if part.strip():
+                out.append(part)
+    return out
+
+
+def ninja_step(what):
+    """A short name for one ninja step: the source it compiles, else its output, else the text."""
+    for regex, group in ((_SOURCE_RE, "src"), (_OUTPUT_RE, "out")):
+        match = regex.search(what)
+        if match:
+            return os.path.basename(match.group(group).strip("'\""))
+    return what.strip()
+
+
+def progress_of(text):
+    """What the end of a log says about the progress of the command writing it.
+
+    Returns {ninja, transfer, line}: ninja is {done, total, step} from the
+    last ``[N/M]`` line; transfer is {file, done, total, percent, unit}
+    from the last pip or hf download progress (done/total in bytes when
+    the unit is "B", in items otherwise; any may be None); line is the last
+    line of the log. Each is None when the log says nothing of it.
+    """
+    segments = _segments(text)
+    result = {"ninja": None, "transfer": None, "line": None}
+    lines = log_lines(text)
+    if lines:
+        result["line"] = lines[-1].strip()
+    current_file = None
+    for segment in segments:
+        stripped = segment.strip()
+        match = _NINJA_RE.match(stripped)
+        if match:
+            result["ninja"] = {"done": int(match.group("done")), "total": int(match.group("total")),
+                               "step": ninja_step(match.group("what"))}
+            continue
+        match = _PIP_DOWNLOADING_RE.match(segment)
+        if match:
+            current_file = match.group("file")
+            total = _amount("%s %s" % (match.group("size"), match.group("unit"))) if match.group("size") else None
+            result["transfer"] = {"file": current_file, "done": 0, "total": total, "percent": 0 if total else None,
+                                  "unit": "B"}
+            continue
+        match = _PIP_RAW_RE.match(segment)
+        if match:
+            done = int(match.group("done"))
+            total = None if match.group("total") == "?" else int(match.group("total"))
+            result["transfer"] = {"file": current_file, "done": done, "total": total or None,
+                                  "percent": int(100 * done / total) if total else None, "unit": "B"}
+            continue
+        match = _TQDM_RE.match(stripped)
+        if match:
+            done_text, total_text = match.group("done"), match.group("total")
+            is_bytes = bool(re.search(r"[kMGTP]B?$|B$", total_text.strip()) or "B/s" in (match.group("times") or ""))
+            result["transfer"] = {"file": match.group("desc").strip() or None, "done": _amount(done_text),
+                                  "total": _amount(total_text), "percent": int(match.group("percent")),
+                                  "unit": "B" if is_bytes else "items"}
+            continue
+        if "━" in segment or " eta " in segment:
+            match = _PIP_BAR_RE.search(segment)
+            if match:
+                done = _amount("%s %s" % (match.group("done"), match.group("unit")))
+                total = _amount("%s %s" % (match.group("total"), match.group("unit")))
+                result["transfer"] = {"file": current_file, "done": done, "total": total,
+                                      "percent": int(100 * done / total) if total else None, "unit": "B"}
+    return result
+
+
+def human_bytes(count):
+    """1536000 -> '1.5 MB' (decimal units, as pip and tqdm print them)."""
+    if count is None:
+        return "?"
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return ("%d %s" % (value, unit)) if unit == "B" else ("%.1f %s" % (value, unit))
+        value /= 1000.0
+    return "%d B" % count  # pragma: no cover
+
+
+def human_seconds(seconds):
+    """75 -> '1m15s'; 3725 -> '1h02m05s'."""
+    seconds = int(max(seconds or 0, 0))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return "%dh%02dm%02ds" % (hours, minutes, secs)
+    if minutes:
+        return "%dm%02ds" % (minutes, secs)
+    return "%ds" % secs
+
+
+class Estimator(object):
+    """Rate and time left from successive (time, done, total) readings of one counter.
+
+    The counter is ninja's steps or a transfer's bytes; a reading whose
+    total or key differs from the last one starts the estimate again.
+    """
+
+    def __init__(self):
+        self.key = None
+        self.first = None
+        self.last = None
+
+    def add(self, now, key, done, total):
+        if done is None or not total:
+            return None
+        if key != self.key or self.last is None or done < self.last[1]:
+            self.key, self.first, self.last = key, (now, done), (now, done)
+            return None
+        self.last = (now, done)
+        spent = self.last[0] - self.first[0]
+        progressed = self.last[1] - self.first[1]
+        if spent <= 0 or progressed <= 0:
+            return None
+        return (total - done) * spent / float(progressed)
+
+
+def describe(progress, elapsed, eta=None, show_line=True, width=160):
+    """The progress line of the play output: elapsed time, then the most telling thing the log says."""
+    parts = ["%s elapsed" % human_seconds(elapsed)]
+    ninja, transfer = progress.get("ninja"), progress.get("transfer")
+    if ninja:
+        percent = int(100 * ninja["done"] / ninja["total"]) if ninja["total"] else 0
+        parts.append("[%d/%d] %d%% %s" % (ninja["done"], ninja["total"], percent, ninja["step"][:80]))
+    elif transfer:
+        if transfer.get("unit") == "B":
+            amount = "%s of %s" % (human_bytes(transfer.get("done")), human_bytes(transfer.get("total"))) \
+                if transfer.get("total") else human_bytes(transfer.get("done"))
+        else:
+            amount = "%s of %s" % (transfer.get("done"), transfer.get("total"))
+        text = amount if transfer.get("percent") is None else "%s (%d%%)" % (amount, transfer["percent"])
+        if transfer.get("file"):
+            text = "%s: %s" % (shorten(transfer["file"], 60), text)
+        parts.append(text)
+    if eta is not None and (ninja or transfer):
+        parts.append("about %s left" % human_seconds(eta))
+    line = progress.get("line")
+    if show_line and line and not ninja and not _PROGRESS_LINE_RE.search(line):
+        parts.append("last: " + shorten(line, width))
+    return "; ".join(parts)
+
+
+def shorten(text, width):
+    """text cut in its middle to width characters at most."""
+    if len(text) <= width:
+        return text
+    keep = width - 3
+    return text[:keep - keep // 3] + "..." + text[len(text) - keep // 3:]
+
+
+# ---------------------------------------------------------------------------
+# Job files
+
+
+def pid_path(log):
+    return log + ".pid"
+
+
+def rc_path(log):
+    return log + ".rc"
+
+
+def _write_json(path, data):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, sort_keys=True)
+    os.rename(tmp, path)
+
+
+def _read_json(path):
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _alive(pid):
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    # a zombie is not running; /proc says so on Linux
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except (IOError, OSError, IndexError):
+        return True
+
+
+def _group_alive(pgid):
+    if not isinstance(pgid, int) or pgid <= 0:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return True
+
+
+def read_tail(path, max_bytes=TAIL_BYTES):
+    """The last max_bytes of a file as text (invalid UTF-8 replaced), '' when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(size - max_bytes, 0))
+            data = handle.read()
+    except (IOError, OSError):
+        return ""
+    text = data.decode("utf-8", "replace")
+    if size > max_bytes and "\n" in text:
+        text = text.split("\n", 1)[1]
+    return text
+
+
+def tail_lines(text, count):
+    lines = log_lines(text)
+    return lines[-count:] if count > 0 else []
+
+
+# Lines that say what went wrong: compiler and Python errors, ninja's FAILED, assertions.
+_ERROR_RE = re.compile(r"\b(?:error|fatal)\b|^FAILED: |Traceback \(most recent call last\)|\b[A-Z][A-Za-z]*(?:Error|Exception):",
+                       re.IGNORECASE)
+ERROR_LINE_MAX = 400
+
+
+def error_lines(text, exclude=(), limit=10):
+    """The first lines of a log that report an error (short lines only: not command lines), except those in exclude."""
+    found = []
+    skip = set(exclude)
+    for line in log_lines(text):
+        stripped = line.strip()
+        if len(stripped) > ERROR_LINE_MAX or stripped in skip or stripped in found or stripped.startswith("# "):
+            continue
+        if _ERROR_RE.search(stripped):
+            found.append(stripped)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def which(program, path_env):
+    """Where program runs from with this PATH (None when it does not), like the shell would find it."""
+    if os.sep in program:
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    for folder in (path_env or os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Host side: start, status, stop
+
+
+def header_lines(name, argv, environment, extra, secrets, hostname=None, now=None):
+    """The lines written at the top of the log."""
+    now = time.time() if now is None else now
+    lines = ["# %s" % mask(name, secrets),
+             "# started %s on %s" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+                                     hostname or socket.gethostname())]
+    lines += ["# %s" % mask(str(line), secrets) for line in extra or []]
+    if environment:
+        lines.append("# environment: %s (values not shown)" % " ".join(sorted(environment)))
+    lines.append("# $ %s" % command_line(argv, secrets))
+    return [line.replace("\n", " ") for line in lines]
+
+
+def check_request(argv, environment, log, timeout):
+    """Refuse what cannot run, before anything is written. Returns the environment as strings."""
+    if not argv or not all(isinstance(arg, str) for arg in argv):
+        raise JobError("argv must be a non-empty list of strings (the program, then its arguments), got %r" % (argv,))
+    if any("\0" in arg for arg in argv):
+        raise JobError("argv must not contain NUL characters")
+    if not log or not os.path.isabs(log):
+        raise JobError("log must be an absolute path on the host, got %r" % (log,))
+    if timeout is None or timeout < 1:
+        raise JobError("timeout must be 1 or more seconds, got %r" % (timeout,))
+    env = {}
+    for name, value in (environment or {}).items():
+        name = str(name)
+        if not ENV_NAME_RE.match(name):
+            raise JobError("environment: %r is not a variable name (letters, digits and _, not starting with a digit)"
+                           % (name,))
+        value = "" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        if "\0" in value:
+            raise JobError("environment: the value of %s contains a NUL character" % name)
+        env[name] = value
+    return env
+
+
+def running_job(log):
+    """The job recorded for this log if its supervisor still runs, else None."""
+    job = _read_json(pid_path(log))
+    if job and not os.path.exists(rc_path(log)) and _alive(job.get("supervisor")):
+        return job
+    return None
+
+
+def start_job(name, argv, environment, log, header=(), timeout=3600, hostname=None):
+    """Start argv detached with its output in log; return {job, supervisor, pgid, started, log}.
+
+    Raises JobError, with the reason and the fix, when it cannot start
+    (nothing runs then).
+    """
+    env_extra = check_request(argv, environment, log, timeout)
+    secrets = secret_values(env_extra)
+    env = dict(os.environ)
+    env.update(env_extra)
+    program = which(argv[0], env.get("PATH"))
+    if program is None:
+        raise JobError("%s: not found or not executable on this host (PATH=%s)" % (argv[0], env.get("PATH", os.defpath)))
+    other = running_job(log)
+    if other:
+        raise JobError("%s is still being written by an earlier run (supervisor pid %s, started %s). Fix: wait for it, "
+                       "or end it (kill -- -%s) and run again" % (log, other.get("supervisor"), time.strftime(
+                           "%Y-%m-%dT%H:%M:%SZ", time.gmtime(other.get("started") or 0)), other.get("pgid")))
+    folder = os.path.dirname(log)
+    try:
+        if not os.path.isdir(folder):
+            os.makedirs(folder, 0o755)
+        for path in (rc_path(log), pid_path(log)):
+            if os.path.lexists(path):
+                os.unlink(path)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), LOG_MODE)
+    except OSError as exc:
+        raise JobError("cannot write the log %s: %s" % (log, exc.strerror or exc))
+    os.fchmod(fd, LOG_MODE)
+    started = time.time()
+    os.write(fd, ("\n".join(header_lines(name, argv, env_extra, header, secrets, hostname, started)) + "\n")
+             .encode("utf-8"))
+    job_id = "%d-%d-%s" % (int(started), os.getpid(), os.urandom(4).hex())
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first == 0:  # pragma: no cover - runs in the detached child (tested through start_job)
+        try:
+            os.close(read_end)
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(0)
+            _supervise(job_id, argv, env, log, fd, write_end, timeout, secrets, started)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.close(fd)
+    chunks = []
+    while True:
+        data = os.read(read_end, 4096)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(read_end)
+    try:
+        os.waitpid(first, 0)
+    except OSError:
+        pass
+    try:
+        answer = json.loads(b"".join(chunks).decode("utf-8") or "null")
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise JobError("the supervisor of %s did not start (see %s)" % (argv[0], log))
+    if answer.get("error"):
+        raise JobError(answer["error"])
+    answer["log"] = log
+    return answer
+
+
+def _detach_stdio(keep):
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    if devnull > 2:
+        os.close(devnull)
+    try:
+        limit = min(os.sysconf("SC_OPEN_MAX"), 1 << 20)
+    except (ValueError, OSError):
+        limit = 1024
+    low = 3
+    for fd in sorted(keep) + [limit]:
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+
+
+def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, started):  # pragma: no cover - child
+    """The detached supervisor: run, copy masked output to the log, enforce the time limit, write the rc file."""
+    _detach_stdio(keep=(log_fd, sync_fd))
+    os.chdir("/")
+    os.umask(0o022)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    log_file = os.fdopen(log_fd, "ab", 0)
+
+    def tell(data):
+        try:
+            os.write(sync_fd, json.dumps(data).encode("utf-8"))
+        finally:
+            os.close(sync_fd)
+
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=env, close_fds=True, start_new_session=True, cwd="/")
+    except (OSError, ValueError) as exc:
+        message = "%s: cannot start: %s" % (argv[0], getattr(exc, "strerror", None) or exc)
+        log_file.write(("# %s\n" % message).encode("utf-8"))
+        _write_json(rc_path(log), {"job": job_id, "rc": None, "error": message, "timed_out": False,
+                                   "elapsed": 0, "finished": time.time()})
+        tell({"error": message})
+        return
+    job = {"job": job_id, "supervisor": os.getpid(), "pgid": proc.pid, "started": started, "timeout": timeout}
+    _write_json(pid_path(log), job)
+    tell(job)
+
+    deadline = time.time() + timeout
+    pending = b""
+    timed_out = False
+    stream = proc.stdout.fileno()
+    while True:
+        left = deadline - time.time()
+        if left <= 0:
+            timed_out = True
+            break
+        ready, _w, _x = select.select([stream], [], [], min(left, 1.0))
+        if not ready:
+            continue
+        data = os.read(stream, 65536)
+        if not data:
+            break
+        pending += data
+        cut = max(pending.rfind(b"\n"), pending.rfind(b"\r"))
+        if cut < 0 and len(pending) < 65536:
+            continue
+        if cut < 0:
+            cut = len(pending) - 1
+        chunk, pending = pending[:cut + 1], pending[cut + 1:]
+        log_file.write(mask(chunk.decode("utf-8", "replace"), secrets).encode("utf-8"))
+    if pending:
+        log_file.write(mask(pending.decode("utf-8", "replace"), secrets).encode("utf-8"))
+    if timed_out:
+        _stop_group(proc.pid, proc)
+    try:
+        proc.stdout.close()
+    except OSError:
+        pass
+    rc = proc.wait()
+    elapsed = time.time() - started
+    if timed_out:
+        trailer = "# timed out after %s (timeout %d s): the process group was killed" % (human_seconds(elapsed), timeout)
+    elif rc < 0:
+        trailer = "# killed by signal %d after %s" % (-rc, human_seconds(elapsed))
+    else:
+        trailer = "# exit status %d after %s" % (rc, human_seconds(elapsed))
+    log_file.write(("\n%s\n" % trailer).encode("utf-8"))
+    log_file.close()
+    _write_json(rc_path(log), {"job": job_id, "rc": None if timed_out else rc, "timed_out": timed_out,
+                               "elapsed": round(elapsed, 1), "finished": time.time(), "error": None})
+
+
+def _stop_group(pgid, proc=None, grace=KILL_GRACE):
+    """SIGTERM the group, SIGKILL it after grace seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            return
+        end = time.time() + grace
+        while time.time() < end:
+            if proc is not None:
+                proc.poll()
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.1)
+
+
+def job_status(log, job_id, tail_count=40):
+    """{running, rc, timed_out, elapsed, error, progress, tail, log_bytes} of the job job_id writing log."""
+    job = _read_json(pid_path(log))
+    if job is None or job.get("job") != job_id:
+        raise JobError("%s no longer belongs to this run (another run started on it?); see the log" % pid_path(log))
+    done = _read_json(rc_path(log))
+    if done is not None and done.get("job") != job_id:
+        done = None
+    text = read_tail(log)
+    result = {"running": False, "rc": None, "timed_out": False, "error": None, "progress": progress_of(text),
+              "tail": None, "elapsed": round(time.time() - (job.get("started") or time.time()), 1)}
+    try:
+        result["log_bytes"] = os.path.getsize(log)
+    except OSError:
+        result["log_bytes"] = None
+    if done is not None:
+        result.update(rc=done.get("rc"), timed_out=bool(done.get("timed_out")), error=done.get("error"),
+                      elapsed=done.get("elapsed", result["elapsed"]))
+    elif _alive(job.get("supervisor")):
+        result["running"] = True
+    else:
+        result["error"] = "the supervisor of this run (pid %s) ended without an exit status; see %s" % (
+            job.get("supervisor"), log)
+        if _group_alive(job.get("pgid")):
+            _stop_group(job["pgid"])
+    if not result["running"]:
+        result["tail"] = tail_lines(text, tail_count)
+        failed = result["rc"] != 0 or result["timed_out"] or result["error"]
+        result["error_lines"] = error_lines(read_tail(log, 4 * TAIL_BYTES), [line.strip() for line in result["tail"]]) \
+            if failed else []
+    return result
+
+
+def stop_job(log, job_id, reason):
+    """End the job's process group (the supervisor then records the status); note why in the log."""
+    job = _read_json(pid_path(log))
+    if job is None or job.get("job") != job_id:
+        raise JobError("%s no longer belongs to this run" % pid_path(log))
+    stopped = False
+    if _group_alive(job.get("pgid")):
+        try:
+            with open(log, "ab") as handle:
+                handle.write(("\n# stopped: %s\n" % reason).encode("utf-8"))
+        except (IOError, OSError):
+            pass
+        _stop_group(job["pgid"])
+        stopped = True
+    # give the supervisor a moment to write the exit status
+    end = time.time() + KILL_GRACE
+    while time.time() < end and not os.path.exists(rc_path(log)) and _alive(job.get("supervisor")):
+        time.sleep(0.1)
+    return {"stopped": stopped}

@@ -1,0 +1,235 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Regression tests: each case under "Why" of the one-gate work and the loose inputs of the hardening work.
+
+Each one is refused at preflight (every part), or passes every role's own part.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+import yaml
+
+import gate_grid as G
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat, gate, gate_suggest
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import StackInputError
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ROLE_PARTS = ("cuda_toolkit", "torch", "flash_attn")
+
+
+def defaults():
+    with open(os.path.join(REPO, "roles", "llm_stack", "defaults", "main.yml")) as handle:
+        data = yaml.safe_load(handle)
+    return dict((pin, data[compat.VARIABLES[pin]]) for pin in compat.PINS)
+
+
+GUIDE = {"cuda_version": "12.1", "torch_version": "2.3.1", "torch_cuda": "cu121", "python_version": "3.10",
+         "flash_attn_version": "2.6.3", "vllm_version": "0.19.1", "transformers_version": "4.41.2",
+         "model": "Qwen/Qwen3.5-7B"}
+
+# An H100 host on the 550 driver (supports CUDA 12.4), Pythons 3.10 to 3.12, no toolkit, runfile checksum set.
+H100_550 = {"gpus": ["9.0"], "driver": "550.54.15", "toolkit": None, "runfile": "url",
+            "pythons": ["3.10", "3.11", "3.12"], "venv": None, "test_host": False, "require_gpu": True,
+            "gpu_error": "", "arch_list": ""}
+
+
+@pytest.fixture
+def runfiles(tmp_path):
+    return G.controller_dir(str(tmp_path))
+
+
+def preflight(stack, runfiles, **profile):
+    return G.run(G.preflight_params(stack, dict(H100_550, **profile), runfiles))
+
+
+def rules(result, severity="error"):
+    return sorted(set(p["rule"] for p in result["problems"] if p["severity"] == severity))
+
+
+def roles_pass(stack, runfiles, result, **profile):
+    profile = dict(H100_550, **profile)
+    params = G.preflight_params(stack, profile, runfiles)
+    fact = gate.host_facts(params, result)
+    return dict((part, sorted(G.errors_of(G.role_params(part, stack, profile, runfiles, fact)))) for part in ROLE_PARTS)
+
+
+def test_driver_550_with_the_defaults_passes_preflight_and_every_role(runfiles):
+    stack = defaults()
+    result = preflight(stack, runfiles)
+    assert result["ok"] is True, result["errors"]
+    # the one driver rule: below the release's bundled driver is a warning, never an error
+    assert rules(result, "warning") == ["cuda-driver-release", "torch-driver-release"]
+    assert roles_pass(stack, runfiles, result) == {"cuda_toolkit": [], "torch": [], "flash_attn": []}
+    assert compat.driver_runtime_problems("550.54.15", "cu128")[0][:2] == ("warning", "torch-driver-release")
+    assert compat.driver_runtime_problems("470.182.03", "cu128")[0][:2] == ("error", "torch-driver")
+
+
+def test_cuda_x_y_is_refused_at_preflight_as_the_role_would(runfiles):
+    stack = dict(defaults(), cuda_version="12.1")
+    result = preflight(stack, runfiles)
+    assert "cuda-version-format" in rules(result)
+    message = [p["msg"] for p in result["problems"] if p["rule"] == "cuda-version-format"][0]
+    assert message.startswith("llm_stack_cuda_version=12.1:")
+    assert message.endswith('Fix: set llm_stack_cuda_version to "12.1.1"')
+    # the matrix alone (the README's command line) still takes it
+    assert gate.run_gate(dict(stack, parts=["matrix"]))["errors"] == []
+
+
+def test_cuda_12_6_3_has_a_runfile(runfiles):
+    entry = compat.runfile_for("12.6.3")
+    assert entry == {"name": "cuda_12.6.3_560.35.05_linux.run", "driver": "560.35.05",
+                     "url": "https://developer.download.nvidia.com/compute/cuda/12.6.3/local_installers/"
+                            "cuda_12.6.3_560.35.05_linux.run"}
+    stack = dict(defaults(), cuda_version="12.6.3", torch_cuda="cu126")
+    result = preflight(stack, runfiles)
+    assert result["ok"] is True, result["errors"]
+    assert result["cuda_runfile"] == entry
+    assert roles_pass(stack, runfiles, result)["cuda_toolkit"] == []
+    # every release of the matrix has one, named as NVIDIA names it
+    for release, driver in M.CUDA_RELEASE_DRIVER.items():
+        assert compat.runfile_for(release)["name"] == "cuda_%s_%s_linux.run" % (release, driver)
+    assert compat.runfile_for("12.6.2") is None and compat.runfile_for("12.6") is None
+
+
+def test_url_source_without_checksum_is_refused_at_preflight(runfiles):
+    stack = defaults()
+    result = preflight(stack, runfiles, runfile="url-no-checksum")
+    assert rules(result) == ["cuda-runfile-checksum"]
+    message = result["errors"][0]
+    assert "cuda_toolkit_runfile_checksum" in message and "md5sum.txt" in message and "Fix: " in message
+    # no suggestion: no pin fixes a missing checksum
+    assert result["suggested"] is None
+    # a host that already has the toolkit needs no runfile
+    assert preflight(stack, runfiles, runfile="url-no-checksum", toolkit="12.8.1")["ok"] is True
+    # a controller copy does
+    assert preflight(stack, runfiles, runfile="controller")["ok"] is True
+
+
+@pytest.mark.parametrize("torch, fix", [("v2.10.0", 'set llm_stack_torch_version to "2.10.0"'),
+                                        ("2.10.0+rocm6.2", 'set llm_stack_torch_version to "2.10.0" and'
+                                                           ' llm_stack_torch_cuda to cu128')])
+def test_torch_spellings_the_role_refuses_are_refused_at_preflight(runfiles, torch, fix):
+    result = preflight(dict(defaults(), torch_version=torch), runfiles)
+    assert "torch-version-format" in rules(result)
+    assert any(fix in message for message in result["errors"]), result["errors"]
+    assert result["suggested"]["torch_version"] == "2.10.0"
+    assert result["normalized"]["torch_version"] == "2.10.0"
+
+
+def test_the_guides_stack_is_refused_in_one_round_with_a_stack_that_passes(runfiles):
+    result = preflight(GUIDE, runfiles)
+    assert result["ok"] is False
+    assert rules(result) == ["cuda-version-format", "qwen35-model-id", "qwen35-transformers", "vllm-torch-pin",
+                             "vllm-transformers"]
+    for problem in result["problems"]:
+        assert problem["variables"] and problem["part"] in ("matrix", "cuda_toolkit")
+    suggested = result["suggested"]
+    assert suggested == {"cuda_version": "12.8.1", "torch_version": "2.10.0", "torch_cuda": "cu128",
+                         "python_version": "3.10", "flash_attn_version": "2.6.3", "vllm_version": "0.19.1",
+                         "transformers_version": "5.5.4", "model": "Qwen/Qwen3.5-9B"}
+    # round two: the block pasted into group_vars passes the whole gate and every role
+    pasted = yaml.safe_load(result["suggested_group_vars"])
+    stack = dict((pin, pasted[compat.VARIABLES[pin]]) for pin in compat.PINS)
+    assert stack == suggested
+    again = preflight(stack, runfiles)
+    assert again["ok"] is True, again["errors"]
+    assert "cu121" not in " ".join(again["compat_warnings"])
+    assert roles_pass(stack, runfiles, again) == {"cuda_toolkit": [], "torch": [], "flash_attn": []}
+
+
+def test_suggested_group_vars_quotes_versions():
+    result = gate.run_gate(dict(GUIDE, gpus=["8.9"]))
+    block = result["suggested_group_vars"]
+    assert 'llm_stack_python_version: "3.10"' in block
+    assert 'llm_stack_torch_version: "2.10.0"  # was "2.3.1"' in block
+    assert isinstance(yaml.safe_load(block)["llm_stack_python_version"], str)
+
+
+# Issue 11 (hardening), stack_compat's items.
+
+def test_v_prefixed_vllm_gets_every_vllm_rule():
+    plain = gate.run_gate(dict(GUIDE, cuda_version="12.1.1"))
+    prefixed = gate.run_gate(dict(GUIDE, cuda_version="12.1.1", vllm_version="v0.19.1"))
+    assert rules(prefixed) == rules(plain)
+    assert "vllm-torch-pin" in rules(prefixed) and "vllm-known" not in rules(prefixed, "warning")
+    assert prefixed["normalized"]["vllm_version"] == "0.19.1"
+
+
+@pytest.mark.parametrize("option, value", [
+    ("torch_version", u"\uff12.10.0"),
+    ("cuda_version", u"12.\u0668.1"),
+    ("vllm_version", "0." + "1" * 5000),
+    ("transformers_version", "9" * 5000),
+    ("driver_version", "5" * 5000 + ".1"),
+    ("gpus", ["0.0"]),
+    ("gpus", [u"\uff19.0"]),
+    ("torch_cuda", "12.10"),
+    ("model", "Qwen/" + "Q" * 500),
+])
+def test_loose_input_is_a_clean_error_naming_the_option(option, value):
+    with pytest.raises(StackInputError) as err:
+        params = dict(defaults(), gpus=["9.0"])
+        params[option] = value
+        gate.run_gate(params)
+    assert err.value.option == option
+    assert len(str(err.value)) < 400
+
+
+def test_qwen35_without_a_size_hits_the_model_id_rule():
+    result = gate.run_gate(dict(defaults(), model="Qwen/Qwen3.5"))
+    assert rules(result) == ["qwen35-model-id"]
+    assert result["suggested"]["model"] == "Qwen/Qwen3.5-9B"
+
+
+def test_cuda_12_10_never_suggests_cu1210():
+    assert compat.cuda_tag_or_none("12.10") is None
+    with pytest.raises(StackInputError):
+        compat.torch_cuda_tag("12.10")
+    result = gate.run_gate(dict(defaults(), cuda_version="12.10.0", gpus=["9.0"]))
+    text = " ".join(result["errors"] + result["compat_warnings"])
+    assert "cu1210" not in text
+    result = gate.run_gate(dict(defaults(), cuda_version="12.10.0", torch_cuda="cpu", gpus=["9.0"]))
+    assert "cu1210" not in " ".join(result["errors"]) and "set llm_stack_torch_cuda to cu128" in " ".join(result["errors"])
+
+
+def test_torch_build_arch_fix_names_an_actual_build():
+    result = gate.run_gate(dict(defaults(), torch_cuda="cu126", cuda_version="12.6.3", gpus=["10.0"]))
+    message = [p["msg"] for p in result["problems"] if p["rule"] == "torch-build-archs"][0]
+    fix = message.split("Fix: ", 1)[1]
+    assert re.search(r"set llm_stack_torch_cuda to cu12[89]|cu130", fix), fix
+    tag = re.search(r"cu[0-9]{3}", fix).group(0)
+    assert compat.torch_cuda_version(tag) in compat.torch_builds("2.10.0")
+    # no build of that torch release covers the GPU: the fix names a torch release and its build
+    old = gate.run_gate(dict(defaults(), torch_version="2.6.0", torch_cuda="cu126", cuda_version="12.6.3",
+                             vllm_version="", gpus=["10.0"]))
+    message = [p["msg"] for p in old["problems"] if p["rule"] == "torch-build-archs"][0]
+    assert re.search(r"set llm_stack_torch_version to 2\.[0-9]+\.0 with llm_stack_torch_cuda cu1[23][0-9]", message)
+
+
+def test_driver_too_old_for_the_build_names_builds_it_runs():
+    message = compat.driver_runtime_problems("520.61.05", "cu128", torch_version="2.6.0")[0][2]
+    assert "set llm_stack_torch_cuda to cu118" in message
+    message = compat.driver_runtime_problems("470.182.03", "cu128", torch_version="2.10.0")[0][2]
+    assert "upgrade the driver to >= 525.60.13" in message
+
+
+def test_no_suggestion_when_the_pins_pass_or_nothing_passes():
+    assert gate.run_gate(dict(defaults(), gpus=["9.0"]))["suggested"] is None
+    # a 450 driver runs no torch release vLLM pins
+    result = gate.run_gate(dict(defaults(), gpus=["8.0"], driver_version="450.80.02"))
+    assert result["ok"] is False and result["suggested"] is None and result["suggested_group_vars"] == ""
+    # without vLLM, an older torch does
+    result = gate.run_gate(dict(defaults(), gpus=["8.0"], driver_version="450.80.02", vllm_version="",
+                                model="Qwen/Qwen2.5-7B-Instruct", transformers_version="4.41.2"))
+    assert result["suggested"]["torch_cuda"] == "cu118" and result["suggested"]["cuda_version"] == "11.8.0"
+    assert gate_suggest.passes(dict(defaults(), gpus=["8.0"], driver_version="450.80.02",
+                                    **dict(result["suggested"])))

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The wheel_build filters as the role calls them."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.llm_stack.plugins.filter.wheel_build import FilterModule
+
+F = FilterModule().filters()
+
+
+def test_filters_are_exposed():
+    assert sorted(F) == ["wheel_build_builder", "wheel_build_cache_problem", "wheel_build_plan"]
+
+
+def test_plan_errors_name_the_variable(tmp_path):
+    with pytest.raises(AnsibleFilterError, match="wheel_build_requirement"):
+        F["wheel_build_plan"]({"name": "x", "key": {"a": "1"}, "cache_dir": str(tmp_path)})
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        F["wheel_build_plan"]("x")
+    plan = F["wheel_build_plan"]({"name": "x", "key": {"a": "1"}, "requirement": "x==1", "cache_dir": str(tmp_path)})
+    assert plan["needs_build"] is True
+
+
+def test_builder_reads_each_hosts_state():
+    hostvars = {"a": {"wheel_build_state": {"entry": "e", "needs_build": True, "preferred": False}},
+                "b": {"wheel_build_state": {"entry": "e", "needs_build": True, "preferred": True}},
+                "c": {}}
+    assert F["wheel_build_builder"](["c", "a", "b"], hostvars, "e") == "b"
+    assert F["wheel_build_builder"](["c", "a"], hostvars, "e") == "a"
+    assert F["wheel_build_builder"](["c"], hostvars, "e") == ""
+    with pytest.raises(AnsibleFilterError, match="ansible_play_batch"):
+        F["wheel_build_builder"]("a", hostvars, "e")
+
+
+def test_cache_problem():
+    state = {"cache_entry": "/c/e", "needs_build": False}
+    assert F["wheel_build_cache_problem"](state, ["/c/e/x.whl"], "flash-attn") == ""
+    assert F["wheel_build_cache_problem"](state, [], "flash-attn").startswith("No flash-attn wheel in /c/e")
+    with pytest.raises(AnsibleFilterError):
+        F["wheel_build_cache_problem"](state, "x.whl", "flash-attn")
