@@ -17,7 +17,7 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import ProcResult
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import call as _call
 
 # bounded digit counts: a version of thousands of digits is not a version
 _RELEASE_RE = re.compile(r"release (?P<release>\d{1,3}\.\d{1,3}), V(?P<build>\d{1,3}\.\d{1,3}\.\d{1,6})(?![\d.])", re.ASCII)
@@ -80,15 +80,6 @@ def _read(path):
     if len(text) > MAX_VERSION_FILE:
         raise ValueError("%s is larger than %d bytes" % (path, MAX_VERSION_FILE))
     return text
-
-
-def _call(run_command, argv):
-    """run_command(argv) as a ProcResult; a (rc, stdout, stderr) tuple is accepted too."""
-    result = run_command(argv)
-    if isinstance(result, ProcResult):
-        return result
-    rc, out, err = result
-    return ProcResult(rc=rc, stdout=out or "", stderr=err or "", argv=argv)
 
 
 def timeout_error(nvcc, timeout):

@@ -45,7 +45,7 @@ __metaclass__ = type
 import csv
 import re
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import ProcResult
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import call as _call
 
 QUERY_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 QUERY_FIELDS_NO_CAP = tuple(field for field in QUERY_FIELDS if field != "compute_cap")
@@ -342,15 +342,6 @@ def empty_facts():
         "gpu_compute_cap_source": None,
         "gpu_nvidia_smi_path": None,
     }
-
-
-def _call(run_command, argv):
-    """run_command(argv) as a ProcResult; a (rc, stdout, stderr) tuple is accepted too."""
-    result = run_command(argv)
-    if isinstance(result, ProcResult):
-        return result
-    rc, out, err = result
-    return ProcResult(rc=rc, stdout=out or "", stderr=err or "", argv=argv)
 
 
 def _query(run_command, smi_path):

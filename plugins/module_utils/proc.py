@@ -153,7 +153,9 @@ def run(argv, timeout=30, env=None, cwd=None, data=None):
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
-        proc = subprocess.Popen(
+        # AnsibleModule.run_command has no timeout and cannot kill a process
+        # group, which is what this function is for.
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
             argv,
             stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -214,3 +216,16 @@ def run(argv, timeout=30, env=None, cwd=None, data=None):
         said = _one_line(result.stderr) or _one_line(result.stdout) or "no output"
         result.error = "%s %s: %s" % (prog, status, said)
     return result
+
+
+def call(run_command, argv):
+    """run_command(argv) as a ProcResult; a (rc, stdout, stderr) tuple is accepted too.
+
+    The fact modules take a run_command callable (proc.run with the
+    timeout bound, or a stand-in in the tests) and read its answer here.
+    """
+    result = run_command(argv)
+    if isinstance(result, ProcResult):
+        return result
+    rc, out, err = result
+    return ProcResult(rc=rc, stdout=out or "", stderr=err or "", argv=argv)

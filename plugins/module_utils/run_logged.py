@@ -80,8 +80,8 @@ def option_problems(params):
     """What is wrong with the timing options, as messages naming the option."""
     problems = []
     if not 1 <= (params.get("progress_interval") or 0) <= MAX_PROGRESS_INTERVAL:
-        problems.append("progress_interval must be 1 to %d seconds, got %r" % (MAX_PROGRESS_INTERVAL,
-                                                                              params.get("progress_interval")))
+        problems.append("progress_interval must be 1 to %d seconds, got %r"
+                        % (MAX_PROGRESS_INTERVAL, params.get("progress_interval")))
     if (params.get("poll") or 0) < 1:
         problems.append("poll must be 1 or more seconds, got %r" % (params.get("poll"),))
     if (params.get("timeout") or 0) < 1:
@@ -588,7 +588,13 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
         tell({"error": message})
         return
     job = {"job": job_id, "supervisor": os.getpid(), "pgid": proc.pid, "started": started, "timeout": timeout}
-    _write_json(pid_path(log), job)
+    try:
+        _write_json(pid_path(log), job)
+    except OSError as exc:
+        _stop_group(proc.pid, proc)
+        proc.wait()
+        tell({"error": "cannot write %s: %s; the command was stopped" % (pid_path(log), exc.strerror or exc)})
+        return
     tell(job)
 
     deadline = time.time() + timeout

@@ -33,11 +33,6 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, covered_by, parse_cap
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import (  # noqa: F401 (re-exported)
-    MARK,
-    ProbeError,
-    parse_probe_output,
-)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 RECORD = os.path.join(".llm_stack", "torch.json")
@@ -45,7 +40,8 @@ RECORD = os.path.join(".llm_stack", "torch.json")
 INSTALL_FIXES = ("torch_missing", "torch_import_failed", "torch_version_mismatch", "cuda_build_mismatch", "cpu_only_build")
 DEFAULT_INDEX = "https://download.pytorch.org/whl/"
 
-# Runs under the interpreter being probed: stdlib only, Python >= 3.8.
+# Runs under the interpreter being probed: stdlib only, Python >= 3.8. It
+# prints its result the way python_probe.parse_probe_output reads it.
 PROBE_SCRIPT = r'''
 import ctypes, hashlib, base64, importlib.util, json, os, runpy, sys, warnings
 args = json.loads(sys.argv[1])
@@ -170,6 +166,7 @@ except OSError as e:
 print("TORCH_PROBE_JSON " + json.dumps(out, sort_keys=True))
 '''
 
+
 def normalize_name(name):
     """PEP 503 normalisation: Flash_Attn -> flash-attn."""
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -212,8 +209,6 @@ def unmet_requirements(specs, distributions):
         if not version_satisfies(found.get(name), wanted):
             unmet.append(spec)
     return unmet
-
-
 
 
 # --- builds, archs and the record ---------------------------------------------------------

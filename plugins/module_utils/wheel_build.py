@@ -138,4 +138,3 @@ def cache_problem(state, wheels, name, builder_host, log):
         why = "Nothing was installed on this host."
     return ("No %s wheel in %s on the controller. %s Fix: run the play again once the build problem is solved."
             % (name, state["cache_entry"], why))
-

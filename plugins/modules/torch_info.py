@@ -54,7 +54,7 @@ options:
   write_record:
     description:
       - After an import of torch that found no problem, write the record when it differs from the one in the venv
-        (RV(changed) then; not in check mode).
+        (C(changed) then; not in check mode).
     type: bool
     default: false
   distributions:
@@ -125,7 +125,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Only reads; the record is not written in check mode (RV(changed) says it would be).
+    description: Only reads; the record is not written in check mode (C(changed) says it would be).
   diff_mode:
     support: none
     description: No diff is produced.
@@ -277,7 +277,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import run_probe
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import ProbeError, run_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 
@@ -332,7 +332,7 @@ def main():
                    "record": torch_probe.record_path(venv) if p["use_record"] else None}
         try:
             probed = run_probe(venv_python, torch_probe.PROBE_SCRIPT, [json.dumps(payload)], timeout=p["timeout"])
-        except torch_probe.ProbeError as e:
+        except ProbeError as e:
             module.fail_json(msg="Cannot probe the venv %s: %s. Fix: recreate the venv (remove it and run the torch role)."
                              % (venv, e), info=info)
         info.update(probed)

@@ -101,6 +101,10 @@ def run_module(monkeypatch):
         monkeypatch.setattr(AnsibleModule, "exit_json", exit_json)
         monkeypatch.setattr(AnsibleModule, "fail_json", fail_json)
         monkeypatch.setattr(AnsibleModule, "warn", lambda self, msg: warnings.append(msg))
+        # Ansible's own syslog record of the arguments is not what these
+        # tests exercise (ansible-core 2.21 fails it on a NUL byte before the
+        # module's code runs, with its own message).
+        monkeypatch.setattr(AnsibleModule, "_log_invocation", lambda self: None)
         with _patched_args(args):
             try:
                 main()

@@ -44,6 +44,15 @@ def test_ninja_steps_inside_verbose_pip_build():
     assert end["ninja"]["done"] == 6 and end["line"] == "Successfully built tiny_ext"
 
 
+def test_nvcc_steps_of_a_cuda_build_on_a_gpu_host():
+    text = fixture("pip-wheel-verbose-nvcc-h200.log")
+    mid = R.progress_of(upto(text, "[5/7]"))
+    assert mid["ninja"] == {"done": 5, "total": 7, "step": "kern4.cu"}
+    assert R.describe(mid, 95, eta=80) == "1m35s elapsed; [5/7] 71% kern4.cu; about 1m20s left"
+    assert R.progress_of(upto(text, "[1/7]"))["ninja"]["step"] == "bindings.cpp"
+    assert R.error_lines(text) == []
+
+
 def test_ninja_step_names():
     assert R.ninja_step("/usr/local/cuda/bin/nvcc --generate-dependencies-with-compile -c /b/csrc/flash_fwd_hdim128_bf16_sm80.cu"
                         " -o /b/build/flash_fwd_hdim128_bf16_sm80.o -O3") == "flash_fwd_hdim128_bf16_sm80.cu"

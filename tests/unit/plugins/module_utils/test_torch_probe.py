@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import python_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe as tp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +29,7 @@ def fixture(name):
 
 
 def probe(name):
-    return tp.parse_probe_output(fixture(name))
+    return python_probe.parse_probe_output(fixture(name))
 
 
 def names(problems):
@@ -66,14 +67,14 @@ def test_parse_cpu_test_host_probe():
 
 
 def test_parse_interpreter():
-    assert tp.parse_probe_output(fixture("interpreter-debian12-python3.11.txt")) == {
+    assert python_probe.parse_probe_output(fixture("interpreter-debian12-python3.11.txt")) == {
         "version": "3.11.2", "executable": "/usr/bin/python3", "venv": True, "ensurepip": True}
 
 
 @pytest.mark.parametrize("text", ["", "Traceback (most recent call last):\n  boom\n", "TORCH_PROBE_JSONX {}"])
 def test_parse_without_result_raises(text):
-    with pytest.raises(tp.ProbeError):
-        tp.parse_probe_output(text)
+    with pytest.raises(python_probe.ProbeError):
+        python_probe.parse_probe_output(text)
 
 
 # --- requirements ---------------------------------------------------------------
@@ -365,7 +366,7 @@ def run_probe(tree, **args):
     env = dict(os.environ, PYTHONPATH=str(tree / "site"))
     proc = subprocess.run([sys.executable, "-c", tp.PROBE_SCRIPT, json.dumps(args)], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, env=env, check=True)
-    return tp.parse_probe_output(proc.stdout)["torch"]
+    return python_probe.parse_probe_output(proc.stdout)["torch"]
 
 
 def test_probe_reads_version_py_without_import(torch_tree):

@@ -137,4 +137,3 @@ def test_cache_problem():
         "again once the build problem is solved.")
     assert "Several flash-attn wheels" in W.cache_problem(st_, ["1.whl", "2.whl"], "flash-attn", "b", "/l")
     assert "remove /srv/cache/wheels/e1 so that" in W.cache_problem(st_, ["1.whl", "2.whl"], "flash-attn", "b", "/l")
-
