@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import stat
 import time
@@ -23,8 +24,9 @@ NUMPY = "numpy-2.1.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 
 
 def fixture(name):
+    """A capture; a .json one holds the log as one JSON string (its carriage returns kept)."""
     with open(os.path.join(FIX, name), encoding="utf-8") as handle:
-        return handle.read()
+        return json.load(handle) if name.endswith(".json") else handle.read()
 
 
 def upto(text, marker):
@@ -88,7 +90,7 @@ def test_pip_install_from_wheelhouse_has_no_transfer():
 
 
 def test_hf_download_files_fetched():
-    text = fixture("hf1.16.4-download.log")
+    text = fixture("hf1.16.4-download.log.json")
     mid = R.progress_of(text[:text.index("Fetching 4 files: 100%")])
     assert mid["transfer"] == {"file": "Fetching 4 files", "done": 2, "total": 4, "percent": 50, "unit": "items"}
     assert R.describe(mid, 2) == "2s elapsed; Fetching 4 files: 2 of 4 (50%)"
