@@ -204,7 +204,9 @@ def split_arch_list(text, source, below_sm80, hostname):
                 ARCH_SOURCES[source], text, ", ".join("sm%d" % t for t in unknown),
                 ", ".join("sm%d" % t for t in FA2_TARGETS),
                 ", ".join(cap for cap in kept if fa2_target(cap) in unknown)))
-    result.update(caps=caps, below=below, kept=kept, targets=targets_of(kept))
+    # Only targets FA2 has: a cap without one is an error above, never a build target.
+    result.update(caps=caps, below=below, kept=kept,
+                  targets=targets_of([cap for cap in kept if fa2_target(cap) in FA2_TARGETS]))
     if below and _text(below_sm80) != "skip":
         result["gated"].append(
             "FA2 needs sm80 or newer; %s builds for %s (flash_attn_build_below_sm80=%s). Fix: set"

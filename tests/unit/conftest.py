@@ -21,6 +21,19 @@ import tempfile
 
 import pytest
 
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is in requirements-dev.txt
+    _hypothesis_settings = None
+
+# Property-based tests: random examples on a developer's machine (and a
+# local example database), the same examples on every CI run, so that a
+# submission's CI result does not depend on the draw.
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+    if os.environ.get("CI"):
+        _hypothesis_settings.load_profile("ci")
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "fixtures")
 
