@@ -578,8 +578,12 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
             os.close(sync_fd)
 
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=env, close_fds=True, start_new_session=True, cwd="/")
+        # A detached child in its own process group whose output streams into
+        # the log: AnsibleModule.run_command waits for the command and has no
+        # process group, so it cannot do this.
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env=env, close_fds=True, start_new_session=True, cwd="/")
     except (OSError, ValueError) as exc:
         message = "%s: cannot start: %s" % (argv[0], getattr(exc, "strerror", None) or exc)
         log_file.write(("# %s\n" % message).encode("utf-8"))
