@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""wheel_build filters; documentation in wheel_build_plan.yml, wheel_build_builder.yml and
-wheel_build_cache_problem.yml next to this file. The decisions are in module_utils/wheel_build.py."""
+"""wheel_build filters; documentation in wheel_build_plan.yml, wheel_build_builder.yml,
+wheel_build_cache_problem.yml and wheel_build_push_missing.yml next to this file. The decisions are in module_utils/wheel_build.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -43,10 +43,21 @@ def wheel_build_cache_problem(state, wheels, name, builder="", log=""):
     return wheel_build.cache_problem(state, list(wheels), name, builder, log)
 
 
+def wheel_build_push_missing(local_files, remote_files):
+    """The controller files (find results) that the host's directory lacks (same name and size)."""
+    if not isinstance(local_files, (list, tuple)) or not isinstance(remote_files, (list, tuple)):
+        raise AnsibleFilterError("wheel_build_push_missing: expects two lists of find results")
+    try:
+        return wheel_build.files_to_push(list(local_files), list(remote_files))
+    except wheel_build.WheelBuildError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "wheel_build_plan": wheel_build_plan,
             "wheel_build_builder": wheel_build_builder,
             "wheel_build_cache_problem": wheel_build_cache_problem,
+            "wheel_build_push_missing": wheel_build_push_missing,
         }

@@ -193,6 +193,16 @@ def _reading(source, driver=None, cuda=None, cuda_na=False, missing=()):
     return {"source": source, "driver": driver, "cuda": cuda, "cuda_na": cuda_na, "missing": list(missing)}
 
 
+def _labelled_reading(source, driver, cuda, cuda_na, labels):
+    """A reading whose ``missing`` names the (driver, cuda) labels not found; CUDA 'N/A' is not missing."""
+    missing = []
+    if driver is None:
+        missing.append(labels[0])
+    if cuda is None and not cuda_na:
+        missing.append(labels[1])
+    return _reading(source, driver, cuda, cuda is None and cuda_na, missing)
+
+
 def _value(pattern, text):
     """(version or None, is_na) from the text after a label."""
     text = (text or "").strip()
@@ -271,12 +281,8 @@ def read_version_output(text):
             found[what].setdefault(rank, value)
     driver = found["driver"].get(1) or found["driver"].get(0)
     cuda = found["cuda"].get(1) or found["cuda"].get(0)
-    missing = []
-    if driver is None:
-        missing.append("'DRIVER version' or 'KMD version'")
-    if cuda is None and not cuda_na:
-        missing.append("'CUDA Version' or 'CUDA UMD version'")
-    return _reading("version", driver, cuda, cuda is None and cuda_na, missing)
+    return _labelled_reading("version", driver, cuda, cuda_na,
+                             ("'DRIVER version' or 'KMD version'", "'CUDA Version' or 'CUDA UMD version'"))
 
 
 _XML_RE = re.compile(r"<(driver_version|kmd_version|cuda_version|cuda_umd_version)>([^<]{0,200})</\1>", re.ASCII)
@@ -299,12 +305,8 @@ def read_xml_versions(text):
             value, na = _value(_CUDA_RE, found[tag])
             cuda = value
             cuda_na = cuda_na or na
-    missing = []
-    if driver is None:
-        missing.append("<driver_version> or <kmd_version>")
-    if cuda is None and not cuda_na:
-        missing.append("<cuda_version> or <cuda_umd_version>")
-    return _reading("xml", driver, cuda, cuda is None and cuda_na, missing)
+    return _labelled_reading("xml", driver, cuda, cuda_na,
+                             ("<driver_version> or <kmd_version>", "<cuda_version> or <cuda_umd_version>"))
 
 
 # ---------------------------------------------------------------------------

@@ -138,3 +138,23 @@ def cache_problem(state, wheels, name, builder_host, log):
         why = "Nothing was installed on this host."
     return ("No %s wheel in %s on the controller. %s Fix: run the play again once the build problem is solved."
             % (name, state["cache_entry"], why))
+
+
+def files_to_push(local_files, remote_files):
+    """The controller files (``find`` results) a host lacks, sorted by path.
+
+    A file is present on the host when a file of the same base name and size
+    is there: wheels and sdists never change under one name, so the name and
+    size tell without a checksum over the connection.
+    """
+    present = set()
+    for item in remote_files or []:
+        if isinstance(item, dict) and item.get("path"):
+            present.add((os.path.basename(item["path"]), item.get("size")))
+    missing = []
+    for item in local_files or []:
+        if not isinstance(item, dict) or not item.get("path"):
+            raise WheelBuildError("files_to_push: every controller file needs a path (a find result)")
+        if (os.path.basename(item["path"]), item.get("size")) not in present:
+            missing.append(item)
+    return sorted(missing, key=lambda item: item["path"])

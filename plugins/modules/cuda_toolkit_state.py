@@ -123,6 +123,12 @@ options:
         C(0) is three times the size of O(runfile).
     type: int
     default: 0
+  require_installed:
+    description:
+      - Fail, with the state and a message naming what is missing, unless CUDA O(version) is installed (used right
+        after the installer ran).
+    type: bool
+    default: false
   timeout:
     description:
       - Time limit in seconds of each program the module runs.
@@ -447,6 +453,7 @@ def main():
             runfile_checksum=dict(type="str", default=""),
             min_free_mb=dict(type="int", default=0),
             timeout=dict(type="int", default=30),
+            require_installed=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -458,6 +465,9 @@ def main():
     state = read_state(module.params, ldconfig=ldconfig, check_mode=module.check_mode)
     for warning in state.pop("warnings"):
         module.warn(warning)
+    if module.params["require_installed"] and not state.get("installed"):
+        module.fail_json(msg="The installer finished, but %s Was the runfile NVIDIA's runfile of CUDA %s?"
+                             % (state.get("report", "").strip(), module.params["version"]), **state)
     module.exit_json(changed=False, **state)
 
 

@@ -518,70 +518,15 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import StackInputError
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate import PARTS, host_facts, run_gate
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import OPTIONS, gate_result
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            parts=dict(type="list", elements="str", choices=list(PARTS), default=["matrix"]),
-            gpus=dict(type="list", elements="str", default=[]),
-            driver_version=dict(type="str"),
-            cuda_version=dict(type="str", required=True),
-            torch_version=dict(type="str"),
-            torch_cuda=dict(type="str"),
-            python_version=dict(type="str"),
-            flash_attn_version=dict(type="str"),
-            vllm_version=dict(type="str"),
-            transformers_version=dict(type="str"),
-            model=dict(type="str"),
-            gpu_count=dict(type="int"),
-            gpu_error=dict(type="str"),
-            require_gpu=dict(type="bool", default=True),
-            cpu_only_test_host=dict(type="bool", default=False),
-            arch_list=dict(type="str"),
-            free_gb=dict(type="float"),
-            min_free_gb=dict(type="float"),
-            free_mount=dict(type="str", aliases=["space_mount"]),
-            prefix=dict(type="str"),
-            nvcc_version=dict(type="str"),
-            nvcc_path=dict(type="str"),
-            raw_pins=dict(type="dict"),
-            toolkit_installed=dict(type="bool", default=False),
-            runfile_name=dict(type="str"),
-            runfile_source=dict(type="str", default="url"),
-            runfile_checksum=dict(type="str", no_log=False),
-            runfile_src=dict(type="path"),
-            runfile_url=dict(type="str"),
-            interpreter=dict(type="dict"),
-            host_pythons=dict(type="list", elements="str", default=[]),
-            venv_python=dict(type="str"),
-            torch_venv=dict(type="str"),
-            torch_python=dict(type="str"),
-            torch_wheelhouse=dict(type="str"),
-            torch_extra_packages=dict(type="list", elements="str", default=[]),
-            flash_attn_source=dict(type="str", default="sdist"),
-            flash_attn_below_sm80=dict(type="str"),
-            flash_attn_arch_list=dict(type="str"),
-            flash_attn_wheelhouse=dict(type="str"),
-            flash_attn_build_requirements=dict(type="list", elements="str", default=[]),
-            flash_attn_runtime_requirements=dict(type="list", elements="str", default=[]),
-            extra_errors=dict(type="list", elements="str", default=[]),
-            extra_warnings=dict(type="list", elements="str", default=[]),
-            role_gates=dict(type="list", elements="dict", default=[]),
-            facts=dict(type="bool", default=False),
-            contract=dict(type="dict", default={}),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = run_gate(module.params)
-        if module.params["facts"]:
-            result["ansible_facts"] = {"llm_stack_host": host_facts(module.params, result)}
-    except StackInputError as exc:
-        module.fail_json(msg="Invalid option %s" % exc, option=exc.option)
-    module.exit_json(changed=False, **result)
+    module = AnsibleModule(argument_spec=OPTIONS, supports_check_mode=True)
+    result, failure = gate_result(module.params)
+    if failure:
+        module.fail_json(**failure)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

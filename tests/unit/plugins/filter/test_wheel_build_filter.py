@@ -16,7 +16,7 @@ F = FilterModule().filters()
 
 
 def test_filters_are_exposed():
-    assert sorted(F) == ["wheel_build_builder", "wheel_build_cache_problem", "wheel_build_plan"]
+    assert sorted(F) == ["wheel_build_builder", "wheel_build_cache_problem", "wheel_build_plan", "wheel_build_push_missing"]
 
 
 def test_plan_errors_name_the_variable(tmp_path):
@@ -45,3 +45,13 @@ def test_cache_problem():
     assert F["wheel_build_cache_problem"](state, [], "flash-attn").startswith("No flash-attn wheel in /c/e")
     with pytest.raises(AnsibleFilterError):
         F["wheel_build_cache_problem"](state, "x.whl", "flash-attn")
+
+
+def test_push_missing_filter():
+    f = FilterModule().filters()["wheel_build_push_missing"]
+    local = [{"path": "/c/a.whl", "size": 1}, {"path": "/c/b.whl", "size": 2}]
+    assert f(local, [{"path": "/h/a.whl", "size": 1}]) == [{"path": "/c/b.whl", "size": 2}]
+    with pytest.raises(AnsibleFilterError, match="two lists"):
+        f("x", [])
+    with pytest.raises(AnsibleFilterError, match="needs a path"):
+        f([{}], [])

@@ -4,39 +4,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-import subprocess
 
 import pytest
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import ProcResult
+from nvidia_smi_replay import fake_runner, read
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures")
-GPU = os.path.join(FIXTURES, "gpu")
-FAKE = os.path.join(FIXTURES, "bin", "nvidia-smi")
 QUERY = tuple(nvidia.query_args())
 H200_CSV = None
-
-
-def read(cls, name):
-    with open(os.path.join(GPU, cls, name)) as handle:
-        return handle.read()
-
-
-def fake_runner(cls):
-    """run_command stand-in that executes the test-only nvidia-smi replay and logs the calls."""
-    calls = []
-
-    def run(args):
-        calls.append(list(args[1:]))
-        env = dict(os.environ, NVIDIA_SMI_FAKE_CLASS=cls)
-        proc = subprocess.run([FAKE] + list(args[1:]), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, check=False)
-        return proc.returncode, proc.stdout, proc.stderr
-
-    return run, calls
 
 
 def answering(answers, calls=None):

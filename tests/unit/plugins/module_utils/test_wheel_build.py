@@ -137,3 +137,34 @@ def test_cache_problem():
         "again once the build problem is solved.")
     assert "Several flash-attn wheels" in W.cache_problem(st_, ["1.whl", "2.whl"], "flash-attn", "b", "/l")
     assert "remove /srv/cache/wheels/e1 so that" in W.cache_problem(st_, ["1.whl", "2.whl"], "flash-attn", "b", "/l")
+
+
+# files_to_push: what push_dir copies to a host's wheelhouse.
+def _f(path, size):
+    return {"path": path, "size": size}
+
+
+def test_files_to_push_copies_only_missing_or_other_size():
+    local = [_f("/c/wh/b-1.whl", 10), _f("/c/wh/a-1.whl", 5), _f("/c/wh/c-1.tar.gz", 7)]
+    remote = [_f("/opt/wh/a-1.whl", 5), _f("/opt/wh/c-1.tar.gz", 8), _f("/opt/wh/old.whl", 1)]
+    assert [f["path"] for f in W.files_to_push(local, remote)] == ["/c/wh/b-1.whl", "/c/wh/c-1.tar.gz"]
+
+
+def test_files_to_push_nothing_when_host_has_all():
+    local = [_f("/c/a.whl", 1), _f("/c/b.whl", 2)]
+    assert W.files_to_push(local, [_f("/h/b.whl", 2), _f("/h/a.whl", 1)]) == []
+    assert W.files_to_push([], None) == []
+
+
+def test_files_to_push_refuses_entries_without_path():
+    with pytest.raises(W.WheelBuildError, match="needs a path"):
+        W.files_to_push([{"size": 1}], [])
+
+
+@settings(max_examples=60)
+@given(st.dictionaries(st.text("abc.-_", min_size=1, max_size=6), st.integers(0, 5), max_size=8),
+       st.dictionaries(st.text("abc.-_", min_size=1, max_size=6), st.integers(0, 5), max_size=8))
+def test_files_to_push_property(local, remote):
+    pushed = W.files_to_push([_f("/c/" + n, s) for n, s in local.items()], [_f("/h/" + n, s) for n, s in remote.items()])
+    names = {f["path"][3:] for f in pushed}
+    assert names == {n for n, s in local.items() if remote.get(n) != s}
