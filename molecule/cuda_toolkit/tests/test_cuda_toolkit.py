@@ -174,6 +174,16 @@ def test_mirror_link_left_where_the_user_had_it(host):
     assert "Created symlink /usr/local/cuda -> %s" % TOOLKIT in host.file("/var/log/cuda-installer.log").content_string
 
 
+def test_mirror_download_logged_its_progress(host):
+    """The download ran through run_logged: its log on the host holds the byte counts run_logged shows."""
+    only_on(host, "mirror")
+    log = host.file("/var/cache/cuda-toolkit/%s.log" % RUNFILE)
+    assert log.is_file
+    text = log.content_string
+    assert "Progress " in text and "Saved /var/cache/cuda-toolkit/%s" % RUNFILE in text
+    assert not host.file("/var/cache/cuda-toolkit/%s.part" % RUNFILE).exists
+
+
 def test_mirror_half_installed_toolkit_reinstalled(host):
     only_on(host, "mirror")
     assert not host.file("%s/HALF-INSTALLED" % TOOLKIT).exists
