@@ -145,27 +145,19 @@ changed_files:
 
 import datetime
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import RESERVED_PATHS
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_download import (
+    InputError, build_command, check_input, client_environment, secrets_of)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 # Files of the client's own bookkeeping, not of the model.
 BOOKKEEPING = os.path.join(".cache", "huggingface")
-# Environment variables whose values are masked wherever they appear.
-SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
-NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
-ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-class InputError(ValueError):
-    """Bad module input; the message names the option."""
 
 
 def snapshot(root):
@@ -188,109 +180,6 @@ def snapshot(root):
                 continue
             found[os.path.normpath(os.path.join(rel_dir, name))] = (st.st_size, st.st_mtime_ns, st.st_ino)
     return found
-
-
-def _plain(value):
-    return not any(ord(char) < 32 or ord(char) == 127 for char in value)
-
-
-def check_patterns(option, patterns):
-    for pattern in patterns:
-        if not pattern or not _plain(pattern):
-            raise InputError("%s: %s is not a usable glob pattern (empty, or with control characters)" % (
-                option, mask_credentials(repr(pattern))))
-        if pattern.startswith("-"):
-            raise InputError("%s: the pattern %s starts with '-', which the hf client would read as an option; "
-                             "write it without the leading '-' (for example '*%s')" % (
-                                 option, mask_credentials(repr(pattern)), mask_credentials(pattern.lstrip("-"))))
-
-
-def check_input(params):
-    """The normalized parameters; InputError naming the option otherwise. Runs nothing."""
-    checked = dict(params)
-    try:
-        checked["repo_id"] = hf_hub.normalize_repo_id(params["repo_id"])
-        checked["revision"] = hf_hub.normalize_revision(params["revision"])
-        checked["endpoint"] = hf_hub.normalize_endpoint(params["endpoint"])
-    except hf_hub.HubError as exc:
-        raise InputError(exc.message)
-    if not _plain(params["hf"]):
-        raise InputError("hf: %s is not a usable path (control characters)" % mask_credentials(repr(params["hf"])))
-    for option in ("local_dir", "log_path"):
-        value = params[option]
-        if not os.path.isabs(value) or not _plain(value):
-            raise InputError("%s: %s must be an absolute path (without control characters)" % (
-                option, mask_credentials(repr(value))))
-    check_patterns("include", params["include"])
-    check_patterns("exclude", params["exclude"])
-    for option, least in (("max_workers", 1), ("timeout", 1), ("log_tail_lines", 0)):
-        if params[option] < least:
-            raise InputError("%s: must be %d or more, got %d" % (option, least, params[option]))
-    for name, value in params["environment"].items():
-        if not ENV_NAME_RE.fullmatch(str(name)) or "\x00" in str(value):
-            raise InputError("environment: %s is not a usable environment variable (a name of letters, digits "
-                             "and '_', a value without NUL)" % mask_credentials(repr(str(name))))
-    return checked
-
-
-def secrets_of(params):
-    """Strings masked wherever they appear: the token, the endpoint's password, secret-looking variables."""
-    found = []
-    if params["token"]:
-        found.append(params["token"])
-    for name, value in params["environment"].items():
-        text = "" if value is None else str(value)
-        # A switch (HF_HUB_DISABLE_IMPLICIT_TOKEN=0) is no secret: masking every "0" would wreck the log.
-        if SECRET_NAME_RE.search(str(name)) and len(text) >= 4 and not text.isdigit() \
-                and text.lower() not in NOT_SECRETS:
-            found.append(text)
-    try:
-        userinfo = hf_hub.urlsplit(params["endpoint"] or "").netloc.rpartition("@")[0]
-    except ValueError:
-        userinfo = ""
-    password = userinfo.partition(":")[2]
-    if len(password) >= 4:
-        found.append(password)
-    return found
-
-
-def build_command(params):
-    argv = [
-        params["hf"], "download", params["repo_id"],
-        "--revision", params["revision"],
-        "--local-dir", params["local_dir"],
-        "--max-workers", str(params["max_workers"]),
-    ]
-    for pattern in params["include"]:
-        argv.extend(["--include", pattern])
-    for pattern in params["exclude"]:
-        argv.extend(["--exclude", pattern])
-    for name in RESERVED_PATHS:
-        argv.extend(["--exclude", name])
-    return argv
-
-
-def client_environment(params):
-    env = dict((str(k), str(v)) for k, v in params["environment"].items())
-    env.update({
-        "HF_ENDPOINT": params["endpoint"].rstrip("/"),
-        # No version check against the package index, no telemetry, and no
-        # progress bars in the log.
-        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
-        "HF_HUB_OFFLINE": "0",
-        "NO_COLOR": "1",
-    })
-    if params["token"]:
-        env["HF_TOKEN"] = params["token"]
-        env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "0"
-    else:
-        # Neither a token from the environment of the connection nor a
-        # stored login: the role decides which token is used.
-        env["HF_TOKEN"] = ""
-        env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
-    return env
 
 
 def append_log(path, lines, secrets):

@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hf_download_command filter; documentation in hf_download_command.yml next to this file. The code is
+module_utils/hf_download.py, which the hf_download module uses too."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download
+
+
+def hf_download_command(params, progress_bars=True):
+    """argv and environment of ``hf download`` for run_logged (the token only in the environment)."""
+    if not isinstance(params, dict):
+        raise AnsibleFilterError("hf_download_command: the input must be a dict of hf_download's options")
+    try:
+        result = hf_download.command(dict(params), progress_bars=bool(progress_bars))
+    except hf_download.InputError as exc:
+        raise AnsibleFilterError("hf_download_command: %s" % exc)
+    result.pop("secrets")
+    return result
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"hf_download_command": hf_download_command}

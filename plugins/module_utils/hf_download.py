@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ``hf download`` command: its checked input, its argv and its environment.
+
+One implementation for the hf_download module (which runs the command
+itself) and the ``hf_download_command`` filter (which gives it to
+run_logged, as the qwen_model_fetch role does for progress lines). The
+token and an endpoint's password reach the client through its environment
+only, never its command line.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import RESERVED_PATHS
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+# Environment variables whose values are masked wherever they appear.
+SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
+ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+# The options and their defaults, as the module declares them.
+DEFAULTS = {
+    "include": [], "exclude": [], "max_workers": 8, "endpoint": "https://huggingface.co", "token": None,
+    "log_tail_lines": 40, "environment": {}, "timeout": 21000,
+}
+
+
+class InputError(ValueError):
+    """Bad input; the message names the option."""
+
+
+def _plain(value):
+    return not any(ord(char) < 32 or ord(char) == 127 for char in value)
+
+
+def check_patterns(option, patterns):
+    for pattern in patterns:
+        if not pattern or not _plain(pattern):
+            raise InputError("%s: %s is not a usable glob pattern (empty, or with control characters)" % (
+                option, mask_credentials(repr(pattern))))
+        if pattern.startswith("-"):
+            raise InputError("%s: the pattern %s starts with '-', which the hf client would read as an option; "
+                             "write it without the leading '-' (for example '*%s')" % (
+                                 option, mask_credentials(repr(pattern)), mask_credentials(pattern.lstrip("-"))))
+
+
+def check_input(params):
+    """The normalized parameters; InputError naming the option otherwise. Runs nothing."""
+    checked = dict(params)
+    try:
+        checked["repo_id"] = hf_hub.normalize_repo_id(params["repo_id"])
+        checked["revision"] = hf_hub.normalize_revision(params["revision"])
+        checked["endpoint"] = hf_hub.normalize_endpoint(params["endpoint"])
+    except hf_hub.HubError as exc:
+        raise InputError(exc.message)
+    if not _plain(params["hf"]):
+        raise InputError("hf: %s is not a usable path (control characters)" % mask_credentials(repr(params["hf"])))
+    for option in ("local_dir", "log_path"):
+        value = params[option]
+        if not os.path.isabs(value) or not _plain(value):
+            raise InputError("%s: %s must be an absolute path (without control characters)" % (
+                option, mask_credentials(repr(value))))
+    check_patterns("include", params["include"])
+    check_patterns("exclude", params["exclude"])
+    for option, least in (("max_workers", 1), ("timeout", 1), ("log_tail_lines", 0)):
+        if params[option] < least:
+            raise InputError("%s: must be %d or more, got %d" % (option, least, params[option]))
+    for name, value in params["environment"].items():
+        if not ENV_NAME_RE.fullmatch(str(name)) or "\x00" in str(value):
+            raise InputError("environment: %s is not a usable environment variable (a name of letters, digits "
+                             "and '_', a value without NUL)" % mask_credentials(repr(str(name))))
+    return checked
+
+
+def secrets_of(params):
+    """Strings masked wherever they appear: the token, the endpoint's password, secret-looking variables."""
+    found = []
+    if params["token"]:
+        found.append(params["token"])
+    for name, value in params["environment"].items():
+        text = "" if value is None else str(value)
+        # A switch (HF_HUB_DISABLE_IMPLICIT_TOKEN=0) is no secret: masking every "0" would wreck the log.
+        if SECRET_NAME_RE.search(str(name)) and len(text) >= 4 and not text.isdigit() \
+                and text.lower() not in NOT_SECRETS:
+            found.append(text)
+    try:
+        userinfo = hf_hub.urlsplit(params["endpoint"] or "").netloc.rpartition("@")[0]
+    except ValueError:
+        userinfo = ""
+    password = userinfo.partition(":")[2]
+    if len(password) >= 4:
+        found.append(password)
+    return found
+
+
+def build_command(params):
+    """The hf download argv: no secret in it, the role's manifest never downloaded over."""
+    argv = [
+        params["hf"], "download", params["repo_id"],
+        "--revision", params["revision"],
+        "--local-dir", params["local_dir"],
+        "--max-workers", str(params["max_workers"]),
+    ]
+    for pattern in params["include"]:
+        argv.extend(["--include", pattern])
+    for pattern in params["exclude"]:
+        argv.extend(["--exclude", pattern])
+    for name in RESERVED_PATHS:
+        argv.extend(["--exclude", name])
+    return argv
+
+
+def client_environment(params, progress_bars=False):
+    """The client's environment: the endpoint, the token (or no token at all), no update check, no telemetry.
+
+    Progress bars are off for a log read at the end (the module), on for a
+    log that run_logged reads while the download runs.
+    """
+    env = dict((str(k), str(v)) for k, v in params["environment"].items())
+    env.update({
+        "HF_ENDPOINT": params["endpoint"].rstrip("/"),
+        "HF_HUB_DISABLE_UPDATE_CHECK": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_OFFLINE": "0",
+        "NO_COLOR": "1",
+    })
+    if not progress_bars:
+        env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if params["token"]:
+        env["HF_TOKEN"] = params["token"]
+        env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "0"
+    else:
+        # Neither a token from the environment of the connection nor a
+        # stored login: the role decides which token is used.
+        env["HF_TOKEN"] = ""
+        env["HF_HUB_DISABLE_IMPLICIT_TOKEN"] = "1"
+    return env
+
+
+def command(params, progress_bars=True):
+    """{argv, environment, secrets, no_log} of the download, for run_logged; InputError naming the option.
+
+    params: the module's options (hf, repo_id, revision, local_dir, log_path,
+    and the optional ones of DEFAULTS).
+    """
+    merged = dict(DEFAULTS)
+    merged.update(dict((k, v) for k, v in params.items() if v is not None))
+    for option in ("hf", "repo_id", "revision", "local_dir", "log_path"):
+        if not isinstance(merged.get(option), str) or not merged[option]:
+            raise InputError("%s: required, got %s" % (option, mask_credentials(repr(merged.get(option)))))
+    for option in ("include", "exclude"):
+        if not isinstance(merged[option], (list, tuple)) or not all(isinstance(p, str) for p in merged[option]):
+            raise InputError("%s: must be a list of glob patterns" % option)
+        merged[option] = list(merged[option])
+    if not isinstance(merged["environment"], dict):
+        raise InputError("environment: must be a dict of variable names and values")
+    for option in ("max_workers", "timeout", "log_tail_lines"):
+        try:
+            merged[option] = int(merged[option])
+        except (TypeError, ValueError):
+            raise InputError("%s: must be a whole number, got %r" % (option, merged[option]))
+    if merged["token"] is not None and not isinstance(merged["token"], str):
+        raise InputError("token: must be a string")
+    merged["token"] = merged["token"] or None
+    secrets = secrets_of(merged)
+    try:
+        checked = check_input(merged)
+    except InputError as exc:
+        raise InputError(mask_credentials(str(exc), secrets))
+    return {
+        "argv": build_command(checked),
+        "environment": client_environment(checked, progress_bars=progress_bars),
+        "secrets": secrets,
+        "no_log": bool(secrets),
+        "endpoint": mask_credentials(hf_hub.display_endpoint(checked["endpoint"]), secrets),
+    }

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hf download command the module runs and the qwen_model_fetch role hands to run_logged: one implementation."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_download import FilterModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
+
+TOKEN = "hf_" + "x" * 30
+BASE = {"hf": "/opt/venv/bin/hf", "repo_id": "Qwen/Qwen3.5-9B", "revision": "a" * 40,
+        "local_dir": "/opt/llm-stack/models/Qwen/Qwen3.5-9B/" + "a" * 40, "log_path": "/var/log/llm-stack/fetch.log"}
+FILTER = FilterModule().filters()["hf_download_command"]
+
+
+def test_role_command_has_the_modules_argv_and_keeps_progress_bars():
+    cmd = H.command(dict(BASE, include=["*.json"], exclude=["*.bin"], max_workers="4"))
+    assert cmd["argv"] == ["/opt/venv/bin/hf", "download", "Qwen/Qwen3.5-9B", "--revision", "a" * 40,
+                           "--local-dir", BASE["local_dir"], "--max-workers", "4", "--include", "*.json",
+                           "--exclude", "*.bin", "--exclude", ".llm_stack_manifest.json",
+                           "--exclude", ".llm_stack_manifest.json.tmp"]
+    assert "HF_HUB_DISABLE_PROGRESS_BARS" not in cmd["environment"]
+    assert cmd["environment"]["HF_TOKEN"] == "" and cmd["environment"]["HF_HUB_DISABLE_IMPLICIT_TOKEN"] == "1"
+    assert cmd["no_log"] is False
+    quiet = H.command(BASE, progress_bars=False)
+    assert quiet["environment"]["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+
+
+def test_token_and_endpoint_password_only_in_the_environment():
+    cmd = H.command(dict(BASE, token=TOKEN, endpoint="https://mirror-user:mirror-pass@mirror.example/"))
+    assert not any(TOKEN in a or "mirror-pass" in a for a in cmd["argv"])
+    assert cmd["environment"]["HF_TOKEN"] == TOKEN
+    assert cmd["environment"]["HF_ENDPOINT"] == "https://mirror-user:mirror-pass@mirror.example"
+    assert cmd["no_log"] is True
+    assert "mirror-pass" not in cmd["endpoint"]
+
+
+@pytest.mark.parametrize("change, option", [
+    ({"repo_id": "--help"}, "repo_id"),
+    ({"revision": "--help"}, "revision"),
+    ({"include": ["--help"]}, "include"),
+    ({"local_dir": "relative"}, "local_dir"),
+    ({"endpoint": "http://[::1"}, "endpoint"),
+    ({"hf": ""}, "hf"),
+    ({"max_workers": "many"}, "max_workers"),
+    ({"include": "*.json"}, "include"),
+])
+def test_bad_options_are_refused_naming_them(change, option):
+    with pytest.raises(H.InputError, match=option):
+        H.command(dict(BASE, **change))
+    with pytest.raises(AnsibleFilterError, match=option):
+        FILTER(dict(BASE, **change))
+
+
+def test_refusal_masks_the_token():
+    with pytest.raises(H.InputError) as err:
+        H.command(dict(BASE, token=TOKEN, include=["-" + TOKEN]))
+    assert TOKEN not in str(err.value)
+
+
+def test_filter_drops_the_secret_list():
+    result = FILTER(dict(BASE, token=TOKEN))
+    assert "secrets" not in result and result["no_log"] is True
+    with pytest.raises(AnsibleFilterError, match="dict"):
+        FILTER("Qwen/Qwen3.5-9B")
+
+
+@settings(max_examples=60)
+@given(st.lists(st.text(alphabet="abc*?./_[]", min_size=1, max_size=10), max_size=4))
+def test_patterns_pass_through_in_order(patterns):
+    cmd = H.command(dict(BASE, include=patterns))
+    got = [cmd["argv"][i + 1] for i, a in enumerate(cmd["argv"]) if a == "--include"]
+    assert got == patterns
