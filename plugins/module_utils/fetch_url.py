@@ -30,11 +30,12 @@ except ImportError:  # pragma: no cover - Python 2 is not a target
 
 ENV_URL = "LLM_STACK_FETCH_URL"
 
-# Runs on the host as ``python -c SCRIPT DEST``; Python 3.6 or newer.
+# Runs on the host as ``python -c SCRIPT DEST``, a program of its own (no
+# Ansible code is there to import); Python 3.6 or newer, standard library only.
 SCRIPT = r'''
 import base64, os, sys, time
 from urllib.parse import unquote, urlsplit, urlunsplit
-from urllib.request import Request, urlopen
+from urllib.request import Request, build_opener
 url, dest = os.environ["LLM_STACK_FETCH_URL"], sys.argv[1]
 parts = urlsplit(url)
 netloc = parts.netloc.rpartition("@")[2]
@@ -44,7 +45,7 @@ if "@" in parts.netloc:
     req.add_unredirected_header("Authorization", "Basic " + base64.b64encode(cred.encode()).decode())
 shown = "%s://%s%s" % (parts.scheme, netloc, parts.path)
 part = dest + ".part"
-with urlopen(req, timeout=60) as resp:
+with build_opener().open(req, timeout=60) as resp:
     total = int(resp.headers.get("Content-Length") or 0) or None
     print("Fetching %s (%s bytes)" % (shown, total if total else "unknown"), flush=True)
     done, last = 0, 0.0
