@@ -57,7 +57,7 @@ _MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 _QWEN35_RE = re.compile(r"qwen3\.5(?:-(?P<rest>.*))?", re.IGNORECASE)
 _SIZE_RE = re.compile(r"(?P<size>[0-9]+(?:\.[0-9]+)?B(?:-A[0-9]+(?:\.[0-9]+)?B)?)(?P<variant>.*)", re.IGNORECASE)
 _GPU_RE = re.compile(r"[0-9]{1,2}\.[0-9]")
-_VARIABLE_RE = re.compile(r"\b((?:llm_stack|gpu|preflight|cuda_toolkit|torch|flash_attn_build)_[a-z0-9_]*[a-z0-9])\b")
+_VARIABLE_RE = re.compile(r"\b((?:llm_stack|gpu|preflight|cuda_toolkit|torch|flash_attn_build|vllm_source)_[a-z0-9_]*[a-z0-9])\b")
 MAX_MODEL_LENGTH = 200
 
 

