@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.flash_attn import host_gpus
 
 
 def _mapping(name, value, allow_none=True):
@@ -52,13 +53,20 @@ def vllm_source_dry_run(result, plan, report=None):
     return vllm.dry_run_verdict(plan, result, report)
 
 
-def vllm_source_verdict(after, plan, before=None, host_caps=None):
-    """vllm_info after the install in, the checks, their verdict and the record out."""
+def vllm_source_verdict(after, plan, before=None, host_caps=None, facts=None):
+    """vllm_info after the install in, the checks, their verdict and the record out.
+
+    The host's compute capabilities: host_caps when given, else from facts (preflight's llm_stack_host, else
+    gpu_facts' facts; the one reading of flash_attn.host_gpus).
+    """
     _mapping("vllm_source_verdict: the input (a vllm_info result)", after, allow_none=False)
     _mapping("vllm_source_verdict: plan", plan, allow_none=False)
     _mapping("vllm_source_verdict: before (a vllm_info result)", before)
+    _mapping("vllm_source_verdict: facts (ansible_facts)", facts)
     if host_caps is not None and not isinstance(host_caps, (list, tuple)):
         raise AnsibleFilterError("vllm_source_verdict: host_caps must be a list, got %s" % type(host_caps).__name__)
+    if host_caps is None:
+        host_caps = host_gpus(facts)[1]
     return vllm.verdict(plan, before, after, list(host_caps or []))
 
 

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.llm_stack.plugins.filter.vllm import vllm_source_verdict
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
 
 # vllm_info's reading of vLLM 0.20.2's release wheel on the H200 host (docs/validation/h200-serving.md).
@@ -69,3 +70,18 @@ def test_a_listing_without_the_hosts_arch_fails():
     result = V.verdict(wheel_plan(), BEFORE, after, host_caps=["9.0"])
     assert not result["ok"]
     assert any("no kernels for sm_90" in p for p in result["problems"])
+
+
+# The filter reads the host's capabilities as every role does (flash_attn.host_gpus).
+
+def test_filter_takes_the_caps_from_preflight_or_gpu_facts():
+    after = {"info": dict(H200_AFTER["info"])}
+    ext = dict(after["info"]["vllm"]["extension"], archs=[80, 86])
+    after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
+    for facts in ({"llm_stack_host": {"gpu": {"compute_caps": ["9.0"], "count": 1}}},
+                  {"gpu_compute_caps": ["9.0"], "gpu_count": 1}):
+        result = vllm_source_verdict(after, wheel_plan(), before=BEFORE, facts=facts)
+        assert any("no kernels for sm_90" in p for p in result["problems"])
+    assert vllm_source_verdict(H200_AFTER, wheel_plan(), before=BEFORE, facts={})["checks"]["extension"]["ok"]
+    explicit = vllm_source_verdict(after, wheel_plan(), before=BEFORE, host_caps=["8.0"], facts={"gpu_compute_caps": ["9.0"]})
+    assert not any("no kernels" in p for p in explicit["problems"])
