@@ -3,10 +3,13 @@
 #   make test        everything CI runs (.ci/run calls exactly this)
 #   make site        run playbooks/site.yml on the bundled local test fleet
 #   make site-down   remove the test fleet's containers
+#   make docs        regenerate the role READMEs' variable tables from the
+#                    argument specs (make lint fails when one has drifted)
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
 # runs them in order and prints how long each took:
-#   venv engine images collection lint sanity unit build molecule core-latest
+#   venv engine images collection lint sanity unit build molecule awx core-latest
+# awx runs the site job through ansible-runner as concurrent AWX job slices.
 # core-latest repeats sanity, unit and the preflight scenario on the current
 # ansible-core (2.21, Python 3.12) in .venv-core-latest.
 # Subsets: make molecule SCENARIOS="preflight cuda_toolkit"
@@ -28,12 +31,12 @@ $(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv)
 endif
 
 .PHONY: help test venv engine images collection lint changelog-lint sanity unit build \
-	molecule core-latest site site-down bench clean
+	molecule awx core-latest site site-down docs bench clean
 
 help:
 	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
-test: venv engine images collection lint sanity unit build molecule core-latest
+test: venv engine images collection lint sanity unit build molecule awx core-latest
 	@$(CI)/summary.sh
 
 venv:
@@ -66,19 +69,22 @@ build: venv
 molecule: venv engine images collection
 	@$(STEP) molecule $(CI)/molecule.sh
 
+awx: venv engine images collection
+	@$(STEP) awx $(CI)/awx.sh
+
 core-latest: engine images collection
 	@$(STEP) core-latest $(CI)/core_latest.sh
 
 # The quick start's main job on the bundled local test fleet (CPU-only
 # test hosts in containers, inventories/testfleet).
 site: venv engine images collection
-	@$(CI)/fleet.sh up
-	@source $(CI)/lib.sh && use_venv && \
-		ansible-playbook tests/testfleet/prepare.yml && \
-		ansible-playbook -i inventories/testfleet playbooks/site.yml
+	@$(CI)/site.sh
 
 site-down: venv
 	@$(CI)/fleet.sh down
+
+docs: venv
+	@$(CI)/docs.sh
 
 bench: venv
 	@if [[ -x tests/bench/run ]]; then \

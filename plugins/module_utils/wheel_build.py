@@ -105,6 +105,7 @@ def plan(inputs, cached=None):
         "ledger": os.path.join(log_dir, "wheel-builds.jsonl"),
         "marker": os.path.join(inputs.get("venv") or "/", ".llm_stack", "%s.json" % inputs["name"]),
         "installed": installed,
+        "installed_wheel": os.path.basename(installed_url) if installed else "",
         "needs_build": not installed and not wheels,
         "preferred": bool(inputs.get("prefer_builder", False)),
     }

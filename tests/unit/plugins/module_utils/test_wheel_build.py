@@ -47,7 +47,7 @@ def test_plan_of_a_host_that_needs_a_build(tmp_path):
         "entry": entry, "cache_entry": str(tmp_path / entry), "cached_wheels": [],
         "host_entry": "/opt/llm-stack/wheels/" + entry, "tree": "/opt/llm-stack/build/" + entry,
         "log": "/var/log/llm-stack/wheel-build-%s.log" % entry, "ledger": "/var/log/llm-stack/wheel-builds.jsonl",
-        "marker": "/opt/llm-stack/venv/.llm_stack/flash-attn.json", "installed": False, "needs_build": True,
+        "marker": "/opt/llm-stack/venv/.llm_stack/flash-attn.json", "installed": False, "installed_wheel": "", "needs_build": True,
         "preferred": False}
 
 

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the fleet's package index; documentation in wheel_index_filename.yml and
+wheel_index_problems.yml next to this file. The rules are in module_utils/wheel_index.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+
+
+def wheel_index_filename(filename, entry):
+    """The name of a build's wheel on the index: its own name with the key's build tag."""
+    try:
+        return wheel_index.tagged_filename(filename, entry)
+    except wheel_index.WheelIndexError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def wheel_index_problems(index_url, cache_host, hosts, username, password, cache_host_vars=None):
+    """The problems of the index settings ([] when none)."""
+    if not isinstance(hosts, (list, tuple)):
+        raise AnsibleFilterError("wheel_index_problems: hosts must be the list of inventory hosts (groups['all'])")
+    if cache_host_vars is not None and not isinstance(cache_host_vars, dict):
+        raise AnsibleFilterError("wheel_index_problems: cache_host_vars (llm_stack_cache_host_vars) must be a dict")
+    return wheel_index.config_problems(index_url, cache_host, list(hosts), username, password, cache_host_vars)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "wheel_index_filename": wheel_index_filename,
+            "wheel_index_problems": wheel_index_problems,
+        }

@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleet_report
+short_description: The fleet report of a site run, as Markdown for people and JSON for tools
+version_added: "0.1.0"
+description:
+  - Runs on the controller (action plugin). For each host of O(hosts) it reads what the run left in hostvars
+    (preflight's C(ansible_facts['llm_stack_host']), the roles' result facts C(cuda_toolkit_result),
+    C(torch_result), C(flash_attn_build_result), C(vllm_source_result), C(qwen_model_fetch_result),
+    C(vllm_serve_result), and C(llm_stack_phases_done), the phases the host came through) and works out
+    its state, C(served), C(installed), C(failed_preflight), C(unreachable) or C(failed), and what is installed.
+  - A role whose result fact is absent did not run on that host in this run (skipped by tags, or the host
+    stopped before it); the report says C(not run).
+  - The fleet summary counts hosts per state, lists the build keys, the compiles of this run and the wheels
+    reused from the fleet index or the controller cache, and the model bytes downloaded in this run.
+  - With O(dest), writes C(report.json) (sorted keys, no time stamps, so two runs' reports can be diffed)
+    and C(report.md) there, also in check mode (the report is a controller file, not a change to a host).
+    It never reports C(changed); RV(written) lists the files whose content changed.
+  - The logic is in C(plugins/module_utils/fleet_report.py).
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  hosts:
+    description: The hosts the run targeted (C(ansible_play_hosts_all) of the report play).
+    type: list
+    elements: str
+    required: true
+  phases:
+    description: The phases this run went through, a subset of C(preflight), C(cuda_toolkit), C(torch),
+      C(flash_attn), C(vllm), C(model), C(serve). A host is C(installed) or C(served) only when it came through
+      all of them.
+    type: list
+    elements: str
+    default: [preflight, cuda_toolkit, torch, flash_attn, vllm, model, serve]
+  dest:
+    description: Directory on the controller for C(report.json) and C(report.md); created when missing.
+      Without it nothing is written.
+    type: path
+  cache_host:
+    description:
+      - The fleet cache host's inventory name, shown in the report (C(llm_stack_cache_host)).
+      - When empty, the action plugin shows the first host of group C(llm_cache), if any.
+    type: str
+    default: ""
+  records:
+    description:
+      - Per host, the facts named above, with C(phases_done) for C(llm_stack_phases_done). For tests and for
+        callers that collected them elsewhere; without it they are read from hostvars.
+    type: dict
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+notes:
+  - The module form (without the action plugin) needs O(records).
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report
+  gpufleet.llm_stack.fleet_report:
+    hosts: "{{ ansible_play_hosts_all }}"
+    dest: "{{ llm_stack_report_dir }}"
+  run_once: true
+  register: fleet
+
+- name: Hand the summary to AWX as an artifact
+  ansible.builtin.set_stats:
+    data:
+      llm_stack_fleet_report: "{{ fleet.summary }}"
+"""
+
+RETURN = r"""
+report:
+  description: The whole report, C(format), C(phases), C(cache_host), C(hosts) (per host C(state),
+    C(stopped_after), C(stack), C(arch_list), C(toolkit), C(flash_attn), C(vllm), C(model), C(serving)) and
+    C(summary).
+  returned: always
+  type: dict
+summary:
+  description: The fleet summary, C(hosts), C(states) (count per state), C(hosts_by_state), C(build_keys),
+    C(compiles), C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints).
+  returned: always
+  type: dict
+  sample:
+    hosts: 3
+    states: {served: 1, installed: 2, failed_preflight: 0, unreachable: 0, failed: 0}
+    compiles: 2
+    cache_hits: 1
+markdown:
+  description: The Markdown form of the report.
+  returned: always
+  type: str
+json_path:
+  description: Where C(report.json) is, with O(dest).
+  returned: always
+  type: str
+markdown_path:
+  description: Where C(report.md) is, with O(dest).
+  returned: always
+  type: str
+written:
+  description: The files of O(dest) whose content changed.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import fleet_report
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            hosts=dict(type="list", elements="str", required=True),
+            phases=dict(type="list", elements="str", default=list(fleet_report.PHASES)),
+            dest=dict(type="path"),
+            cache_host=dict(type="str", default=""),
+            records=dict(type="dict"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["records"] is None:
+        module.fail_json(msg="records is required when fleet_report runs as a module (the action plugin reads hostvars)")
+    records = dict((name, params["records"].get(name) or {}) for name in params["hosts"])
+    report = fleet_report.build_report(records, params["phases"], params["cache_host"])
+    text = fleet_report.to_json(report)
+    markdown = fleet_report.to_markdown(report)
+    written = []
+    paths = {}
+    if params["dest"]:
+        if not os.path.isdir(params["dest"]):
+            os.makedirs(params["dest"])
+        for name, content in (("report.json", text), ("report.md", markdown)):
+            path = os.path.join(params["dest"], name)
+            paths[name] = path
+            old = None
+            if os.path.exists(path):
+                with open(path) as f:
+                    old = f.read()
+            if old != content:
+                with open(path, "w") as f:
+                    f.write(content)
+                written.append(path)
+    module.exit_json(changed=False, report=report, summary=report["summary"], markdown=markdown,
+                     json_path=paths.get("report.json"), markdown_path=paths.get("report.md"), written=written)
+
+
+if __name__ == "__main__":
+    main()

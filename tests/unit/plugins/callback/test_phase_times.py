@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The phase_times callback: batches of a play add up under its phase, the table and the JSON file at the end."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+from unittest import mock
+
+from ansible_collections.gpufleet.llm_stack.plugins.callback import phase_times
+
+
+def play(name, phase=None):
+    p = mock.MagicMock()
+    p.get_name.return_value = name
+    p.get_vars.return_value = {"llm_stack_phase": phase} if phase else {}
+    return p
+
+
+def test_phases_add_up_and_the_table_is_printed(tmp_path, monkeypatch):
+    now = [0.0]
+    monkeypatch.setattr(phase_times.time, "time", lambda: now[0])
+    display = mock.MagicMock()
+    display.verbosity = 0
+    cb = phase_times.CallbackModule(display=display)
+    out = tmp_path / "times.json"
+    cb.get_option = lambda name: str(out) if name == "output" else None
+    for at, name, phase in ((0.0, "Check the chain", "preflight"), (10.0, "Serve, batch 1", "serve"),
+                            (12.0, "Serve, batch 2", "serve"), (20.0, "Write the report", None)):
+        now[0] = at
+        cb.v2_playbook_on_play_start(play(name, phase))
+    now[0] = 25.0
+    cb.v2_playbook_on_stats(mock.MagicMock())
+    data = json.loads(out.read_text())
+    assert data == {"phases": [{"phase": "preflight", "seconds": 10.0}, {"phase": "serve", "seconds": 10.0},
+                               {"phase": "Write the report", "seconds": 5.0}], "total": 25.0}
+    table = display.display.call_args[0][0]
+    assert "preflight" in table and table.splitlines()[-1].split() == ["total", "25.0"]
