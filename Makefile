@@ -7,11 +7,14 @@
 #                    argument specs (make lint fails when one has drifted)
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
-# runs them in order and prints how long each took:
-#   venv engine images collection lint sanity unit build molecule awx core-latest
+# runs venv engine images collection changelog in order, then the rest two
+# at a time (tests/ci/pool.sh, CI_JOBS=2), and prints how long each took:
+#   fixtures core-latest lint sanity unit build, then each molecule scenario
+#   and awx. fixtures builds the controller-side test fixtures once.
 # awx runs the site job through ansible-runner as concurrent AWX job slices.
-# core-latest repeats sanity, unit and the preflight scenario on the current
-# ansible-core (2.21, Python 3.12) in .venv-core-latest.
+# core-latest runs lint, sanity, unit and the preflight scenario on the
+# current ansible-core (2.21, Python 3.12) in .venv-core-latest; make test
+# runs every other scenario on the pinned one.
 # Subsets: make molecule SCENARIOS="preflight cuda_toolkit"
 #          make sanity SANITY_TESTS="pep8 pylint"
 #          make unit PYTEST_ARGS="-k nvidia"
@@ -27,16 +30,21 @@ STEP := $(CI)/step.sh
 
 # Each make invocation starts its own timing table (build/ci/timings.tsv).
 ifeq ($(MAKELEVEL),0)
-$(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv)
+$(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv; mkdir -p build/ci; date +%s >build/ci/started)
 endif
 
 .PHONY: help test venv engine images collection lint changelog-lint sanity unit build \
-	molecule awx core-latest site site-down docs bench clean
+	fixtures molecule awx core-latest site site-down docs bench clean
 
 help:
-	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
 
-test: venv engine images collection lint sanity unit build molecule awx core-latest
+# Two at a time: the fixtures (mostly downloads) beside the checks, then the
+# scenarios and the AWX test, longest first. Each step's log is printed
+# whole when it ends (build/ci/logs/).
+test: venv engine images collection changelog-lint
+	@$(CI)/pool.sh fixtures core-latest lint sanity unit build
+	@$(CI)/pool.sh molecule/vllm molecule awx
 	@$(CI)/summary.sh
 
 venv:
@@ -66,13 +74,16 @@ unit: venv collection
 build: venv
 	@$(STEP) build $(CI)/build.sh
 
-molecule: venv engine images collection
+fixtures: venv
+	@$(STEP) fixtures $(CI)/fixtures.sh
+
+molecule: venv engine images collection fixtures
 	@$(STEP) molecule $(CI)/molecule.sh
 
-awx: venv engine images collection
+awx: venv engine images collection fixtures
 	@$(STEP) awx $(CI)/awx.sh
 
-core-latest: engine images collection
+core-latest: venv engine images collection
 	@$(STEP) core-latest $(CI)/core_latest.sh
 
 # The quick start's main job on the bundled local test fleet (CPU-only

@@ -29,9 +29,11 @@ for scenario in "${scenarios[@]}"; do
     [[ -f "molecule/${scenario}/molecule.yml" ]] || die "no scenario molecule/${scenario}/molecule.yml (SCENARIOS=${SCENARIOS:-})"
 done
 
+# Appended to: `make` empties it when it starts, and scenarios run by
+# pool.sh side by side each add their line.
 times="${CI_OUT}/molecule-times.tsv"
-: >"${times}"
 failed=()
+ran=()
 for scenario in "${scenarios[@]}"; do
     printf '\n-------- molecule scenario %s --------\n' "${scenario}"
     start="$(date +%s)"
@@ -40,6 +42,7 @@ for scenario in "${scenarios[@]}"; do
         test --scenario-name "${scenario}" --no-command-borders || rc=$?
     elapsed="$(($(date +%s) - start))"
     printf '%s\t%s\t%s\n' "${scenario}" "${elapsed}" "${rc}" >>"${times}"
+    ran+=("$(printf '  %-24s %6ss  %s' "${scenario}" "${elapsed}" "$([[ "${rc}" -eq 0 ]] && echo ok || echo FAILED)")")
     if [[ "${rc}" -ne 0 ]]; then
         failed+=("${scenario}")
         log "scenario ${scenario} FAILED (exit ${rc}) after ${elapsed}s"
@@ -49,5 +52,5 @@ for scenario in "${scenarios[@]}"; do
 done
 
 printf '\nmolecule scenario times:\n'
-awk -F '\t' '{ printf "  %-24s %6ss  %s\n", $1, $2, ($3 == 0) ? "ok" : "FAILED" }' "${times}"
+printf '%s\n' "${ran[@]}"
 [[ "${#failed[@]}" -eq 0 ]] || die "molecule scenarios failed: ${failed[*]}"
