@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The hf_download_command filter; documentation in hf_download_command.yml next to this file. The code is
-module_utils/hf_download.py, which the hf_download module uses too."""
+"""The hf_download_command and hf_seed_host filters; documentation in hf_download_command.yml and hf_seed_host.yml
+next to this file. The code is module_utils/hf_download.py, which the hf_download module uses too."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -25,6 +25,14 @@ def hf_download_command(params, progress_bars=True):
     return result
 
 
+def hf_seed_host(play_hosts, complete, chosen=""):
+    """The host that downloads first: the one chosen, else the first of the play whose copy is not complete."""
+    try:
+        return hf_download.seed_host(play_hosts, complete, chosen or "")
+    except hf_download.InputError as exc:
+        raise AnsibleFilterError("hf_seed_host: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"hf_download_command": hf_download_command}
+        return {"hf_download_command": hf_download_command, "hf_seed_host": hf_seed_host}

@@ -182,3 +182,22 @@ def command(params, progress_bars=True):
         "no_log": bool(secrets),
         "endpoint": mask_credentials(hf_hub.display_endpoint(checked["endpoint"]), secrets),
     }
+
+
+def seed_host(play_hosts, complete, chosen=""):
+    """The host that downloads first, so that a mirror pulls each file from upstream once.
+
+    play_hosts: the play's hosts in order; complete: for each of them, whether its copy of the model is complete
+    already; chosen: the host the inventory names (qwen_model_fetch_seed_host), which wins when set. Otherwise the
+    first host of the play that needs files; "" when none does.
+    """
+    if chosen:
+        return chosen
+    hosts = list(play_hosts or [])
+    flags = list(complete or [])
+    if len(flags) != len(hosts):
+        raise InputError("seed_host: %d hosts and %d completeness flags" % (len(hosts), len(flags)))
+    for host, done in zip(hosts, flags):
+        if not done:
+            return host
+    return ""

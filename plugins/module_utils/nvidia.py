@@ -47,6 +47,10 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import call as _call
 
+# Where nvidia-smi is looked for besides PATH, and the seconds each call may take (gpu_facts' defaults).
+SMI_SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"]
+SMI_TIMEOUT = 30
+
 QUERY_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "memory.total", "pci.bus_id")
 QUERY_FIELDS_NO_CAP = tuple(field for field in QUERY_FIELDS if field != "compute_cap")
 QUERY_FORMAT = "--format=csv,noheader,nounits"

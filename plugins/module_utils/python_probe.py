@@ -154,11 +154,13 @@ def _pyvenv_version(venv):
     return None
 
 
-def read_venv(venv, timeout=30):
+def read_venv(venv, timeout=30, probed_version=None):
     """{path, exists, python_version, abi_tag, error} of a venv: exists when bin/python runs.
 
-    The version comes from pyvenv.cfg without running anything; only a
-    venv without it is asked (bin/python runs the interpreter probe).
+    The version comes from pyvenv.cfg without running anything; a venv
+    without it is asked (bin/python runs the interpreter probe), unless the
+    caller has run bin/python already and gives the version it reported
+    (probed_version).
     """
     info = {"path": venv, "exists": False, "python_version": None, "abi_tag": None, "error": None}
     python = os.path.join(venv, "bin", "python")
@@ -167,7 +169,7 @@ def read_venv(venv, timeout=30):
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         info["error"] = "%s has no working bin/python" % venv
         return info
-    version = _pyvenv_version(venv)
+    version = _pyvenv_version(venv) or probed_version
     if version is None:
         try:
             version = run_probe(python, INTERPRETER_SCRIPT, timeout=timeout).get("version")

@@ -460,6 +460,14 @@ def record_of(torch):
             "arch_list": torch.get("arch_list")}
 
 
+def fresh_record(torch, problems):
+    """The record an import of torch gives, or None when there was no import or it found a problem (nothing to keep)."""
+    torch = torch or {}
+    if not torch.get("imported") or torch.get("error") or problems:
+        return None
+    return record_of(torch)
+
+
 def read_record(venv):
     try:
         with open(record_path(venv)) as handle:

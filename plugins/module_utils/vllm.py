@@ -517,7 +517,7 @@ def plan(inputs, facts=None, probe=None, commit=None):
         "venv_exists": None, "torch": None, "torch_error": None, "installed": None, "others": [],
         "install": False, "reason": None, "key": None, "label": None, "tree": None, "commit": commit,
         "constraints": None, "dry_run_argv": None, "install_argv": None, "requirements_argv": None,
-        "build": None, "clone_argv": None, "environment": None,
+        "build": None, "clone_argv": None, "environment": None, "wheel_build_request": None,
     }
     if probe is None or errors:
         return result
@@ -577,6 +577,18 @@ def plan(inputs, facts=None, probe=None, commit=None):
         build={"requirement": tree, "pip_args": ["--no-build-isolation"]},
         reason=install_reason(v, venv),
     )
+    # What gpufleet.llm_stack.wheel_build_plan reads (the role adds its wheel directory and builder preference).
+    result["wheel_build_request"] = {
+        "name": "vllm", "key": key, "label": result["label"], "requirement": tree, "cache_dir": v["cache_dir"],
+        "venv": v["venv"], "work_dir": v["work_dir"], "log_dir": v["log_dir"],
+        "installed_url": venv["installed_url"] if venv["installed"] else ""}
+    if result["requirements_argv"] is None:
+        # No list of its own: the tag's requirement files, build tools and runtime, for its target device.
+        cuda = v["target_device"] == "cuda"
+        result["requirements_argv"] = pip + [
+            "-c", result["constraints_path"],
+            "-r", "%s/requirements/build/%s.txt" % (tree, "cuda" if cuda else "cpu"),
+            "-r", "%s/requirements/%s.txt" % (tree, "cuda" if cuda else "common")]
     return result
 
 

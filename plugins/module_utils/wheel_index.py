@@ -185,13 +185,15 @@ def upload_verdict(status, filename, present_sha256=None, local_sha256=None):
 
 
 def config_problems(index_url, cache_host, hosts, username, password, cache_host_vars=None):
-    """What is wrong with the index settings of a play that uses the index ([] when nothing).
+    """What is wrong with the index settings ([] when nothing, or when no index is used: index_url empty).
 
     hosts: the inventory's host names. The cache host must be one of them
     (its locks are taken with delegate_to), unless cache_host_vars gives the
     connection variables to add it to the job's inventory (an AWX job slice
     holds only its own hosts).
     """
+    if index_url is None or index_url == "":
+        return []
     problems = []
     url_problem = check_index_url(index_url)
     if url_problem:

@@ -164,10 +164,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvidia import read_gpus
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvidia import SMI_SEARCH_DIRS, read_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 
-SEARCH_DIRS = ["/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"]
+SEARCH_DIRS = SMI_SEARCH_DIRS
 
 
 def main():

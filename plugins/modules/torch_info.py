@@ -27,7 +27,10 @@ description:
     the role decides nothing itself.
   - Hosts without GPUs need no import of torch on a re-run. With I(use_record) the C++11 ABI and the arch list come
     from the record of the last full import, as long as it describes the torch installed now.
-  - The interpreter a venv is made from is read by M(gpufleet.llm_stack.python_info).
+  - With I(python) and I(read_gpus) it is also, in one call, the one reading of the host a role's gate needs, namely
+    the interpreter the venv is made from and the venv's own Python (as M(gpufleet.llm_stack.python_info) reads them),
+    and the GPUs and driver (as M(gpufleet.llm_stack.gpu_facts) reads them, returned as its facts), which the
+    diagnosis then uses.
   - Changes nothing, except the record with I(write_record).
 version_added: "0.1.0"
 author:
@@ -37,6 +40,20 @@ options:
     description: Path of the virtualenv. A missing venv is reported, not an error.
     type: path
     required: true
+  python:
+    description:
+      - The interpreter the venv is (or would be) made from, a name on C(PATH) or a path. When set, it is read as
+        M(gpufleet.llm_stack.python_info) reads it and returned as RV(interpreter).
+    type: str
+  read_gpus:
+    description:
+      - Read the host's GPUs and driver here, as M(gpufleet.llm_stack.gpu_facts) does with its defaults
+        (C(nvidia-smi) on C(PATH) or in its usual directories, 30 seconds per call), return them as the same facts
+        (C(gpu_count), C(gpu_compute_caps), C(gpu_driver_version), ...) and judge torch against them.
+      - I(gpu_count), I(compute_caps) and I(driver_version) are then not used.
+      - For a play without preflight's C(llm_stack_host) and without those facts, this is one call instead of two.
+    type: bool
+    default: false
   import_torch:
     description:
       - Import torch to read its CUDA view (availability, devices, arch list, C++11 ABI).
@@ -55,6 +72,7 @@ options:
     description:
       - After an import of torch that found no problem, write the record when it differs from the one in the venv
         (C(changed) then; not in check mode).
+      - Without it, RV(record_stale) says whether a reading with it would write.
     type: bool
     default: false
   distributions:
@@ -93,16 +111,19 @@ options:
         I(expect_local), or C(cpu) on a CPU-only test host without GPUs. Returned in RV(install).
     type: str
   gpu_count:
-    description: Number of NVIDIA GPUs on the host (C(llm_stack_host.gpu.count), or the C(gpu_count) fact).
+    description: Number of NVIDIA GPUs on the host (C(llm_stack_host.gpu.count), or the C(gpu_count) fact); not used
+      with I(read_gpus).
     type: int
     default: 0
   compute_caps:
-    description: Compute capabilities of the host's GPUs (C(llm_stack_host.gpu.compute_caps) or C(gpu_compute_caps)).
+    description: Compute capabilities of the host's GPUs (C(llm_stack_host.gpu.compute_caps) or C(gpu_compute_caps));
+      not used with I(read_gpus).
     type: list
     elements: str
     default: []
   driver_version:
-    description: The NVIDIA driver's version (C(gpu_driver_version)); the driver rule is skipped when empty.
+    description: The NVIDIA driver's version (C(gpu_driver_version)); the driver rule is skipped when empty. Not used
+      with I(read_gpus).
     type: str
   set_facts:
     description:
@@ -131,7 +152,8 @@ attributes:
     description: No diff is produced.
   facts:
     support: full
-    description: Returns ansible_facts (unless I(set_facts=false)).
+    description: Returns ansible_facts (the C(torch_info) fact unless I(set_facts=false); the GPU facts with
+      I(read_gpus)).
 notes:
   - Facts are returned as one dictionary, C(torch_info), so that they never
     shadow the C(torch_*) variables of the torch role.
@@ -156,6 +178,16 @@ EXAMPLES = r"""
   ansible.builtin.fail:
     msg: "{{ torch_state.failure }}"
   when: not torch_state.ok
+
+- name: Read the GPUs, the interpreter python3.12, the venv and its torch in one call (a role's gate)
+  gpufleet.llm_stack.torch_info:
+    venv: /opt/llm-stack/venv
+    python: python3.12
+    read_gpus: true
+    expect_version: "2.10.0"
+    expect_local: cu128
+    set_facts: false
+  register: torch_state
 
 - name: Versions of flash-attn and its build tools, without importing torch
   gpufleet.llm_stack.torch_info:
@@ -224,13 +256,38 @@ record_written:
   description: Whether the record was written (or, in check mode, would be).
   returned: always
   type: bool
+record_stale:
+  description:
+    - Whether torch was imported here without any problem and the record in the venv does not say what that import
+      told (none, or of another install); I(write_record) writes it then.
+  returned: always
+  type: bool
+interpreter:
+  description:
+    - The interpreter I(python) (C(found), C(name), C(executable), C(version), C(venv), C(ensurepip), C(error)), as
+      M(gpufleet.llm_stack.python_info) returns it; null without I(python).
+  returned: always
+  type: dict
+  sample: {found: true, name: python3.12, executable: /usr/bin/python3.12, version: 3.12.3, venv: true,
+           ensurepip: true, error: null}
+venv:
+  description:
+    - The venv as M(gpufleet.llm_stack.python_info) returns it (C(path), C(exists), C(python_version) from its
+      C(pyvenv.cfg), C(abi_tag), C(error)).
+  returned: always
+  type: dict
+  sample: {path: /opt/llm-stack/venv, exists: true, python_version: 3.12.3, abi_tag: cp312, error: null}
 info:
   description: Same as the C(torch_info) fact; returned also with I(set_facts=false).
   returned: always
   type: dict
 ansible_facts:
-  description: Facts about the venv.
-  returned: when I(set_facts) is true
+  description:
+    - Facts about the venv (with I(set_facts)), and with I(read_gpus) the GPU facts of
+      M(gpufleet.llm_stack.gpu_facts) (C(gpu_count), C(gpu_devices), C(gpu_compute_caps), C(gpu_driver_version),
+      C(gpu_driver_cuda_version), C(gpu_driver_cuda_version_source), C(gpu_error), C(gpu_compute_cap_source),
+      C(gpu_nvidia_smi_path)).
+  returned: when I(set_facts) or I(read_gpus) is true
   type: dict
   contains:
     torch_info:
@@ -276,7 +333,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import python_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import ProbeError, run_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
@@ -285,6 +345,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             venv=dict(type="path", required=True),
+            python=dict(type="str"),
+            read_gpus=dict(type="bool", default=False),
             import_torch=dict(type="bool"),
             use_record=dict(type="bool", default=True),
             write_record=dict(type="bool", default=False),
@@ -320,13 +382,25 @@ def main():
         module.fail_json(msg="timeout must be 1 or more seconds, got %d" % p["timeout"])
     index_url = mask_credentials(p["index_url"]) if p["index_url"] else None
     venv = p["venv"]
+    facts = {}
+    gpu_count, compute_caps, driver_version = p["gpu_count"], p["compute_caps"], p["driver_version"]
+    if p["read_gpus"]:
+        smi = module.get_bin_path("nvidia-smi", opt_dirs=nvidia.SMI_SEARCH_DIRS)
+        env = dict(os.environ, LC_ALL="C")
+        facts, warnings = nvidia.read_gpus(lambda argv: run(argv, timeout=nvidia.SMI_TIMEOUT, env=env), smi,
+                                           nvidia.SMI_TIMEOUT)
+        for warning in warnings:
+            module.warn(warning)
+        gpu_count, compute_caps, driver_version = (facts["gpu_count"], facts["gpu_compute_caps"],
+                                                   facts["gpu_driver_version"])
+    interpreter = python_probe.probe_interpreter(p["python"], timeout=p["timeout"]) if p["python"] is not None else None
 
     info = {"venv": venv, "venv_exists": False, "python": None, "torch": None, "distributions": {}, "libcuda": None}
     venv_python = os.path.join(venv, "bin", "python")
     unmet = list(p["requirements"])
     if os.path.isfile(venv_python) and os.access(venv_python, os.X_OK):
         info["venv_exists"] = True
-        import_torch = p["import_torch"] if p["import_torch"] is not None else p["gpu_count"] > 0
+        import_torch = p["import_torch"] if p["import_torch"] is not None else gpu_count > 0
         payload = {"import_torch": import_torch, "verify_files": p["verify_files"],
                    "distributions": list(dict.fromkeys(list(p["distributions"]) + req_names)),
                    "record": torch_probe.record_path(venv) if p["use_record"] else None}
@@ -340,21 +414,22 @@ def main():
             info["torch"]["cuda_build"] = torch_probe.cuda_build_tag(info["torch"].get("cuda"))
         unmet = torch_probe.unmet_requirements(p["requirements"], info["distributions"])
 
+    venv_read = python_probe.read_venv(venv, timeout=p["timeout"], probed_version=(info["python"] or {}).get("version"))
     if p["expect_version"] is None and expect_local is None:
         problems, notes, gpu_checks = [], [], "not requested (no expect_version or expect_local)"
     else:
         problems, notes, gpu_checks = torch_probe.diagnose(
             info if info["venv_exists"] else {},
             expect_version=p["expect_version"], expect_local=expect_local, index_url=index_url,
-            wheelhouse=p["wheelhouse"], gpu_count=p["gpu_count"], driver_version=p["driver_version"],
-            compute_caps=p["compute_caps"], cpu_only_test_host=p["cpu_only_test_host"])
+            wheelhouse=p["wheelhouse"], gpu_count=gpu_count, driver_version=driver_version,
+            compute_caps=compute_caps, cpu_only_test_host=p["cpu_only_test_host"])
     if not info["venv_exists"]:
         problems = [{"name": "venv_missing", "msg": "%s is not a virtualenv (no bin/python). Fix: run the torch role, "
                      "which creates it." % venv}]
         gpu_checks = "skipped: no venv"
 
     install = torch_probe.needs_install(info, problems, unmet)
-    plan = torch_probe.install_plan(p["expect_version"], expect_local, p["gpu_count"], p["cpu_only_test_host"],
+    plan = torch_probe.install_plan(p["expect_version"], expect_local, gpu_count, p["cpu_only_test_host"],
                                     p["pip_spec"], index_url, p["wheelhouse"])
     result = dict(
         changed=False, unmet=unmet, problems=problems, notes=notes, gpu_checks=gpu_checks, info=info,
@@ -362,21 +437,23 @@ def main():
         failure=torch_probe.failure_message(venv, problems, unmet),
         report=torch_probe.report_lines(info, gpu_checks, notes, module.check_mode, install,
                                         "%s would be installed into %s from %s" % (plan["spec"], venv, plan["source"]),
-                                        p["gpu_count"]),
-        record_written=False)
+                                        gpu_count),
+        record_written=False, record_stale=False, interpreter=interpreter, venv=venv_read)
 
-    torch = info["torch"] or {}
-    if p["write_record"] and torch.get("imported") and not torch.get("error") and not problems:
-        record = torch_probe.record_of(torch)
-        if torch_probe.read_record(venv) != record:
-            result.update(changed=True, record_written=True)
+    record = torch_probe.fresh_record(info["torch"], problems)
+    if record is not None and torch_probe.read_record(venv) != record:
+        result["record_stale"] = True
+        if p["write_record"]:
+            result.update(changed=True, record_written=True, record_stale=module.check_mode)
             if not module.check_mode:
                 try:
                     torch_probe.write_record(venv, record)
                 except OSError as e:
                     module.fail_json(msg="Cannot write the record of torch in %s: %s" % (venv, e), **result)
     if p["set_facts"]:
-        result["ansible_facts"] = {"torch_info": info}
+        facts["torch_info"] = info
+    if facts:
+        result["ansible_facts"] = facts
     module.exit_json(**result)
 
 

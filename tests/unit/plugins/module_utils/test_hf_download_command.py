@@ -79,3 +79,36 @@ def test_patterns_pass_through_in_order(patterns):
     cmd = H.command(dict(BASE, include=patterns))
     got = [cmd["argv"][i + 1] for i, a in enumerate(cmd["argv"]) if a == "--include"]
     assert got == patterns
+
+
+# --- the seed host -----------------------------------------------------------
+
+SEED = FilterModule().filters()["hf_seed_host"]
+
+
+def test_seed_host_is_the_chosen_one_else_the_first_that_needs_files():
+    hosts = ["gpu-1", "gpu-2", "gpu-3"]
+    assert SEED(hosts, [True, False, False]) == "gpu-2"
+    assert SEED(hosts, [False, False, False]) == "gpu-1"
+    assert SEED(hosts, [True, True, True]) == ""
+    assert SEED(hosts, [True, True, True], "gpu-3") == "gpu-3"
+    assert SEED(hosts, [False, False, False], "gpu-2") == "gpu-2"
+    assert SEED([], []) == ""
+
+
+def test_seed_host_refuses_flags_that_do_not_match_the_hosts():
+    with pytest.raises(AnsibleFilterError, match="3 hosts and 2 completeness flags"):
+        SEED(["a", "b", "c"], [True, False])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=8), st.booleans()), max_size=12))
+def test_seed_host_property(pairs):
+    hosts = [pair[0] for pair in pairs]
+    flags = [pair[1] for pair in pairs]
+    first = SEED(hosts, flags)
+    if all(flags):
+        assert first == ""
+    else:
+        index = flags.index(False)
+        assert first == hosts[index] and all(flags[:index])

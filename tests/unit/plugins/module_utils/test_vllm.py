@@ -242,6 +242,24 @@ def test_source_plan_needs_the_commit_and_builds_through_wheel_build():
     assert plan["requirements_argv"][-2:] == ["numpy==2.3.5", "setuptools==78.1.1"]
 
 
+@pytest.mark.parametrize("device, build_file, runtime_file", [
+    ("empty", "build/cpu.txt", "common.txt"), ("cpu", "build/cpu.txt", "common.txt"),
+    ("cuda", "build/cuda.txt", "cuda.txt")])
+def test_source_without_lists_installs_the_tags_requirement_files(device, build_file, runtime_file):
+    over = dict(requirements=[], build_requirements=[], target_device=device)
+    if device == "cuda":
+        over.update(cpu_only_test_host=False, arch_list="9.0")
+    plan = V.plan(source_inputs(**over), probe=probe(), commit=COMMIT)
+    assert plan["ok"], plan["errors"]
+    argv = plan["requirements_argv"]
+    assert argv[:5] == ["/opt/llm-stack/venv/bin/python", "-m", "pip", "install", "--no-input"]
+    assert argv[-6:] == ["-c", plan["constraints_path"], "-r", plan["tree"] + "/requirements/" + build_file,
+                         "-r", plan["tree"] + "/requirements/" + runtime_file]
+    # Where packages come from is the same as for every other pip call of the plan.
+    wheelhouse = V.plan(source_inputs(wheelhouse="/srv/wh", **over), probe=probe(), commit=COMMIT)
+    assert wheelhouse["requirements_argv"][5:8] == ["--no-index", "--find-links", wheelhouse["push"][0]["dest"]]
+
+
 def test_two_hosts_with_the_same_inputs_share_a_key_and_archs_split_them():
     facts_a = {"llm_stack_host": {"arch_list": "9.0", "arch_list_source": "gpus", "cuda": {"home": "/usr/local/cuda-13.0"},
                                   "gpu": {"compute_caps": ["9.0"], "count": 1}}}
@@ -431,11 +449,9 @@ def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
     for host in ("src-a", "src-b", "src-c"):
         torch = dict(TORCH, record_sha256=("cd" if host == "src-c" else "ab") * 32)
         plan = V.plan(source_inputs(hostname=host), probe=probe(torch=torch), commit=COMMIT)
-        states[host] = W.plan({"name": "vllm", "key": plan["key"], "label": plan["label"],
-                               "requirement": plan["build"]["requirement"], "cache_dir": plan["cache_dir"],
-                               "venv": plan["venv"], "work_dir": plan["work_dir"], "wheel_dir": "/opt/llm-stack/wheels",
-                               "log_dir": plan["log_dir"], "installed_url": "", "prefer_builder": host == "src-b"},
-                              cached=[])
+        request = dict(plan["wheel_build_request"], wheel_dir="/opt/llm-stack/wheels", prefer_builder=host == "src-b")
+        assert request["requirement"] == plan["build"]["requirement"] and request["installed_url"] == ""
+        states[host] = W.plan(request, cached=[])
     assert states["src-a"]["entry"] == states["src-b"]["entry"] != states["src-c"]["entry"]
     batch = ["src-a", "src-b", "src-c"]
     assert W.builder(batch, states, states["src-a"]["entry"]) == "src-b"
@@ -446,3 +462,8 @@ def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
                     "label": states["src-a"]["entry"].rsplit("-", 1)[0], "requirement": "x", "cache_dir": "/ctl/cache",
                     "wheel_dir": "/opt/llm-stack/wheels", "installed_url": url}, cached=[])
     assert again["installed"] and not again["needs_build"]
+    # The request carries the installed vLLM's URL, which is how a re-run finds the key's wheel in place.
+    installed = V.plan(source_inputs(), probe=probe(installed="0.32.0", dist="vllm", url=url), commit=COMMIT)
+    request = dict(installed["wheel_build_request"], wheel_dir="/opt/llm-stack/wheels")
+    assert request["installed_url"] == url
+    assert W.plan(request, cached=[])["installed"]

@@ -114,6 +114,10 @@ def test_upload_verdict(status, present, changed, ok):
 def test_config_problems():
     hosts = ["cache-1", "gpu-1"]
     assert W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", "pw") == []
+    # No index: the controller cache is used, and nothing else of the index settings matters.
+    assert W.config_problems("", "", hosts, "", "") == []
+    assert W.config_problems(None, "cache-9", hosts, "u", "") == []
+    assert W.config_problems(" ", "cache-1", hosts, "u", "p")[0].startswith("llm_stack_wheel_index_url=' '")
     problems = W.config_problems("http://cache-1:8080", "", hosts, "fleet", "")
     assert len(problems) == 2 and "llm_stack_cache_host" in problems[0] and "password" in problems[1]
     assert "not a host" in W.config_problems("http://cache-1:8080", "cache-9", hosts, "u", "p")[0]
