@@ -2,16 +2,16 @@
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """vllm_source filters; documentation in vllm_source_plan.yml, vllm_source_jobs.yml, vllm_source_dry_run.yml and
-vllm_source_verdict.yml, vllm_source_tag_commit.yml and vllm_source_commit_problem.yml next to this file. The decisions are in module_utils/vllm.py."""
+vllm_source_verdict.yml, vllm_source_tag_commit.yml and vllm_source_commit_problem.yml next to this file. The decisions are in module_utils/vllm.py.
+
+Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
+file of it, in every worker."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.flash_attn import host_gpus
 
 
 def _mapping(name, value, allow_none=True):
@@ -24,6 +24,7 @@ def _mapping(name, value, allow_none=True):
 
 def vllm_source_plan(inputs, facts=None, probe=None, commit=None):
     """The role's variables in, this host's plan out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_plan: the input (the role's variables)", inputs, allow_none=False)
     _mapping("vllm_source_plan: facts", facts)
     _mapping("vllm_source_plan: probe (a vllm_info result)", probe)
@@ -37,6 +38,7 @@ def vllm_source_plan(inputs, facts=None, probe=None, commit=None):
 
 def vllm_source_jobs(plan, facts=None):
     """A source/precompiled plan in, the build's environment with MAX_JOBS and NVCC_THREADS out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_jobs: facts", facts)
     try:
         return vllm.with_jobs(plan, facts)
@@ -46,6 +48,7 @@ def vllm_source_jobs(plan, facts=None):
 
 def vllm_source_dry_run(result, plan, report=None):
     """The registered dry run of the install (and the text of its report file) in, {ok, msg} out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_dry_run: the input (a registered result)", result, allow_none=False)
     _mapping("vllm_source_dry_run: plan", plan, allow_none=False)
     if report is not None and not isinstance(report, str):
@@ -59,6 +62,8 @@ def vllm_source_verdict(after, plan, before=None, host_caps=None, facts=None):
     The host's compute capabilities: host_caps when given, else from facts (preflight's llm_stack_host, else
     gpu_facts' facts; the one reading of flash_attn.host_gpus).
     """
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils.flash_attn import host_gpus
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_verdict: the input (a vllm_info result)", after, allow_none=False)
     _mapping("vllm_source_verdict: plan", plan, allow_none=False)
     _mapping("vllm_source_verdict: before (a vllm_info result)", before)
@@ -72,11 +77,13 @@ def vllm_source_verdict(after, plan, before=None, host_caps=None, facts=None):
 
 def vllm_source_tag_commit(ls_remote, ref):
     """`git ls-remote` output in, the commit the tag points to out ('' when it has none)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     return vllm.tag_commit(ls_remote or "", ref)
 
 
 def vllm_source_commit_problem(plan, ls_remote, head=None):
     """A plan and `git ls-remote` output in, '' or what is wrong with the tag's commit out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_commit_problem: the input (a plan)", plan, allow_none=False)
     return vllm.commit_problem(plan, ls_remote or "", head)
 

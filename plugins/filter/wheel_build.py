@@ -2,7 +2,10 @@
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """wheel_build filters; documentation in wheel_build_plan.yml, wheel_build_builder.yml,
-wheel_build_cache_problem.yml and wheel_build_push_missing.yml next to this file. The decisions are in module_utils/wheel_build.py."""
+wheel_build_cache_problem.yml and wheel_build_push_missing.yml next to this file. The decisions are in module_utils/wheel_build.py.
+
+Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
+file of it, in every worker."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,11 +13,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
-
 
 def wheel_build_plan(inputs):
     """The wheel_build_* variables (without the prefix) in, this host's plan for its key out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("wheel_build_plan: the input must be a dict of the wheel_build_* variables")
     try:
@@ -25,6 +27,7 @@ def wheel_build_plan(inputs):
 
 def wheel_build_builder(batch, hostvars, entry):
     """The host of batch that builds entry ('' when none needs it), from each host's wheel_build_state."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
     if not isinstance(batch, (list, tuple)):
         raise AnsibleFilterError("wheel_build_builder: the input must be the list of hosts (ansible_play_batch)")
     states = {}
@@ -38,6 +41,7 @@ def wheel_build_builder(batch, hostvars, entry):
 
 def wheel_build_cache_problem(state, wheels, name, builder="", log=""):
     """'' when the key's cache entry holds one wheel, else the message to stop with."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
     if not isinstance(state, dict) or not isinstance(wheels, (list, tuple)):
         raise AnsibleFilterError("wheel_build_cache_problem: expects a wheel_build_plan and a list of wheels")
     return wheel_build.cache_problem(state, list(wheels), name, builder, log)
@@ -45,6 +49,7 @@ def wheel_build_cache_problem(state, wheels, name, builder="", log=""):
 
 def wheel_build_push_missing(local_files, remote_files):
     """The controller files (find results) that the host's directory lacks (same name and size)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
     if not isinstance(local_files, (list, tuple)) or not isinstance(remote_files, (list, tuple)):
         raise AnsibleFilterError("wheel_build_push_missing: expects two lists of find results")
     try:

@@ -1,8 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the fleet's package index; documentation in wheel_index_filename.yml and
-wheel_index_problems.yml next to this file. The rules are in module_utils/wheel_index.py."""
+"""Filters of the fleet's package index; documentation in wheel_index_filename.yml,
+wheel_index_problems.yml and wheel_index_server_problems.yml next to this file. The rules are in
+module_utils/wheel_index.py.
+
+Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
+file of it, in every worker."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,11 +14,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
-
 
 def wheel_index_filename(filename, entry):
     """The name of a build's wheel on the index: its own name with the key's build tag."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
     try:
         return wheel_index.tagged_filename(filename, entry)
     except wheel_index.WheelIndexError as exc:
@@ -23,6 +26,7 @@ def wheel_index_filename(filename, entry):
 
 def wheel_index_problems(index_url, cache_host, hosts, username, password, cache_host_vars=None):
     """The problems of the index settings ([] when none)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("wheel_index_problems: hosts must be the list of inventory hosts (groups['all'])")
     if cache_host_vars is not None and not isinstance(cache_host_vars, dict):
@@ -30,9 +34,19 @@ def wheel_index_problems(index_url, cache_host, hosts, username, password, cache
     return wheel_index.config_problems(index_url, cache_host, list(hosts), username, password, cache_host_vars)
 
 
+def wheel_index_server_problems(settings):
+    """The problems of the cache host's index settings ([] when none)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+    try:
+        return wheel_index.server_problems(settings)
+    except wheel_index.WheelIndexError as exc:
+        raise AnsibleFilterError("wheel_index_server_problems: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "wheel_index_filename": wheel_index_filename,
             "wheel_index_problems": wheel_index_problems,
+            "wheel_index_server_problems": wheel_index_server_problems,
         }

@@ -36,6 +36,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
     parse_cap,
 )
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_build import entry_name, installed_wheel
 
 # FA2's setup.py (flash-attn 2.8.3, cuda_archs() and the gencode list)
 # emits one cubin per target it knows: sm_80 always, sm_90 with CUDA >=
@@ -66,6 +67,8 @@ DEFAULT_AVAILABLE_MB = 4096
 MAX_NVCC_THREADS = 4
 
 CHECK_MARK = "FLASH_ATTN_CHECK "
+# The distribution wheel_build builds and names the cache entries after.
+DISTRIBUTION = "flash-attn"
 
 _REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(==[A-Za-z0-9.+!_-]+)?", re.ASCII)
 _WHOLE_RE = re.compile(r"[0-9]{1,9}", re.ASCII)
@@ -403,6 +406,7 @@ INPUTS = {
     "cuda_home": ("flash_attn_build_cuda_home", ""),
     "cuda_version": ("llm_stack_cuda_version", ""),
     "cache_dir": ("flash_attn_build_cache_dir", ""),
+    "wheel_dir": ("flash_attn_build_wheel_dir", ""),
     "index_url": ("flash_attn_build_index_url", ""),
     "wheelhouse": ("flash_attn_build_wheelhouse", ""),
     "wheelhouse_dest": ("flash_attn_build_wheelhouse_dest", ""),
@@ -447,6 +451,9 @@ def read_inputs(inputs):
     if not _text(v["venv"]):
         errors.append("flash_attn_build_venv is empty. Fix: set it (or llm_stack_venv) to the venv with the"
                       " stack's torch.")
+    if not _text(v["wheel_dir"]).startswith("/"):
+        errors.append("flash_attn_build_wheel_dir=%r is not an absolute path. Fix: set it (default"
+                      " llm_stack_prefix/wheels) to a directory on the host." % _text(v["wheel_dir"])[:120])
     for key in ("build_requirements", "runtime_requirements"):
         value = v[key]
         if not isinstance(value, (list, tuple)):
@@ -467,7 +474,8 @@ def read_inputs(inputs):
                               % (INPUTS[key][0], v[key]))
     v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
     for key in ("version", "source", "git_url", "git_ref", "venv", "arch_list", "arch_scope", "below_sm80",
-                "cuda_home", "cuda_version", "cache_dir", "index_url", "wheelhouse", "wheelhouse_dest", "verify",
+                "cuda_home", "cuda_version", "cache_dir", "wheel_dir", "index_url", "wheelhouse", "wheelhouse_dest",
+                "verify",
                 "hostname"):
         v[key] = _text(v[key])
     return v, errors, gated
@@ -534,6 +542,8 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     result = {
         "ok": not errors,
         "errors": errors,
+        # The inputs as checked, for the plans made later with what the role reads on the host.
+        "inputs": v,
         # What the role's gate passes to stack_compat: the options of part flash_attn it derives, and the
         # errors only this module finds (extra_errors); the gate finds the others itself.
         # The arch list in force decides: the GPUs go to the gate only when the list is theirs.
@@ -575,9 +585,13 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
                    " gpufleet.llm_stack.cuda_toolkit first, or set flash_attn_build_cuda_home to the toolkit."
                    % (home, host, home_source)}],
         "check": check_command(v, gpu_count, gpu_targets, archs["targets"], home),
+        "wheel_dir": v["wheel_dir"],
         # Filled in once the venv's torch is known (torch given).
         "torch": None, "torch_error": None, "venv_exists": None, "unmet": [], "install_argv": [],
         "installed_url": "", "group_id": None, "key": None, "label": None, "environment": None,
+        "entry": None, "installed": False, "installed_wheel": "",
+        # Whether the role has anything to do beyond its gate: build.yml runs only then.
+        "work": not errors and bool(archs["targets"]),
     }
     if torch is None:
         return result
@@ -604,7 +618,43 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
                                       _dict(_dict(facts).get("env")).get("PATH")),
     )
     result["check"] = check_command(v, gpu_count, gpu_targets, targets, home)
+    # The key's wheel installed already (wheel_build's rule, the same entry name) and every requirement met: nothing
+    # to build, install or check, unless the check runs always or the key still waits for the other hosts of the group.
+    entry = entry_name(result["label"], DISTRIBUTION, result["key"])
+    wheel = installed_wheel(venv["installed_url"], v["wheel_dir"], entry)
+    result.update(entry=entry, installed=bool(wheel), installed_wheel=wheel)
+    result["work"] = result["build"] and (
+        not wheel or bool(venv["unmet"]) or v["verify"] == "always" or (v["arch_scope"] == "group" and group is None))
     return result
+
+
+def build_result(build_plan, outcome=None):
+    """This host's flash-attn for the fleet report (the fact flash_attn_build_result).
+
+    build_plan: the host's last plan; outcome: wheel_build's account of this host's part (wheel_build_outcome),
+    read only where the plan sent the host through the build tasks. source: built (compiled here in this run),
+    index or controller_cache (installed from there), present (the key's wheel was installed already) or none
+    (no flash-attn: every GPU is older than sm80, or check mode before the venv exists).
+    """
+    if not isinstance(build_plan, dict):
+        raise FlashAttnError("build_result needs a plan (a dict), got %s" % type(build_plan).__name__)
+    ran = bool(build_plan.get("work")) and build_plan.get("key") is not None and isinstance(outcome, dict)
+    key = _text(build_plan.get("entry"))
+    if ran:
+        source, wheel, compiled = _text(outcome.get("source")) or "none", _text(outcome.get("wheel")), \
+            _bool(outcome.get("compiled"))
+    elif build_plan.get("installed"):
+        source, wheel, compiled = "present", _text(build_plan.get("installed_wheel")), False
+    else:
+        key, source, wheel, compiled = "", "none", "", False
+    return {
+        "version": build_plan.get("version"),
+        "build_key": key,
+        "arch_list": build_plan.get("arch_list"),
+        "wheel": wheel,
+        "source": source,
+        "compiled": compiled,
+    }
 
 
 def with_jobs(build_plan, facts=None):

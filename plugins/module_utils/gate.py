@@ -614,7 +614,7 @@ def _strings(option, values):
 
 
 # Options that are not inputs of a part (returned as ``inputs`` without them).
-NOT_INPUTS = ("facts", "contract", "extra_errors", "extra_warnings", "role_gates")
+NOT_INPUTS = ("facts", "contract", "extra_errors", "extra_warnings", "role_gates", "fail_as", "show_warnings")
 
 
 def inputs_of(params):

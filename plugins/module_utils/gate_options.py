@@ -68,8 +68,15 @@ OPTIONS = dict(
     role_gates=dict(type="list", elements="dict", default=[]),
     facts=dict(type="bool", default=False),
     contract=dict(type="dict", default={}),
-
+    fail_as=dict(type="str", default=""),
+    show_warnings=dict(type="bool", default=False),
 )
+
+
+def stop_message(fail_as, errors):
+    """The failure of a role's gate: who stops, how many problems, each once, in order."""
+    unique = list(dict.fromkeys(errors))
+    return "%s: %d problem(s), nothing was changed:\n- %s" % (fail_as, len(unique), "\n- ".join(unique))
 
 
 def gate_result(params):
@@ -81,4 +88,8 @@ def gate_result(params):
     except StackInputError as exc:
         return None, {"msg": "Invalid option %s" % exc, "option": exc.option}
     result["changed"] = False
+    if params.get("show_warnings") and result.get("compat_warnings"):
+        result["warnings"] = list(result["compat_warnings"])
+    if params.get("fail_as") and not result["ok"]:
+        result.update(failed=True, msg=stop_message(params["fail_as"], result["errors"]))
     return result, None

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import os
 import re
 
@@ -201,3 +202,60 @@ def seed_host(play_hosts, complete, chosen=""):
         if not done:
             return host
     return ""
+
+
+CHECKSUM_CHOICES = ("auto", "always", "never")
+
+
+def _number(value, cast):
+    if isinstance(value, bool):
+        return None
+    try:
+        return cast(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def fetch_problems(settings, play_hosts=None):
+    """What is wrong with qwen_model_fetch's variables, before anything is read or changed ([] when nothing).
+
+    settings: model, revision, models_dir, endpoint, max_workers, keep_revisions, disk_margin_gb, checksum, seed_host
+    and token (each the qwen_model_fetch_* variable of that name); play_hosts: the play's hosts, which seed_host
+    must be one of. The repository id, revision and endpoint rules are hf_hub's, which the hub modules apply too.
+    Each message names the variable and the fix; the token and URL passwords never appear in one.
+    """
+    if not isinstance(settings, dict):
+        raise InputError("fetch_problems needs a dict of the qwen_model_fetch settings")
+    problems = []
+    for key, check, fix in (
+            ("model", hf_hub.validate_repo_id, "set it to a hub model repository id ORG/NAME, such as Qwen/Qwen3.5-9B"),
+            ("revision", hf_hub.validate_revision, "set it to a commit SHA (reproducible), a branch or a tag"),
+            ("hf_endpoint", hf_hub.validate_endpoint,
+             "set it to the http(s) URL of the hub or of the fleet's mirror, e.g. http://cache-01:8090")):
+        problem = check(settings.get(key))
+        if problem:
+            problems.append(mask_credentials("qwen_model_fetch_%s: %s. Fix: %s." % (key, problem, fix)))
+    models_dir = settings.get("models_dir")
+    if not (isinstance(models_dir, str) and models_dir.startswith("/") and _plain(models_dir)):
+        problems.append("qwen_model_fetch_models_dir is %r. Fix: set it to an absolute path." % (models_dir,))
+    for key, cast, least, what in (("max_workers", int, 1, "1 or more"),
+                                   ("keep_revisions", int, 1, "1 or more (the current revision always stays)"),
+                                   ("disk_margin_gb", float, 0, "0 or more")):
+        number = _number(settings.get(key), cast)
+        if number is None or math.isnan(number) or number < least:
+            problems.append("qwen_model_fetch_%s is %r. Fix: set it to %s." % (key, settings.get(key), what))
+    if settings.get("checksum") not in CHECKSUM_CHOICES:
+        problems.append("qwen_model_fetch_checksum is %r. Fix: set it to %s." % (
+            settings.get("checksum"), ", ".join(CHECKSUM_CHOICES)))
+    seed = settings.get("seed_host") or ""
+    hosts = list(play_hosts or [])
+    if seed and seed not in hosts:
+        problems.append("qwen_model_fetch_seed_host is %r, which is not a host of this play. Fix: set it to one of %s,"
+                        " or leave it empty." % (seed, ", ".join(hosts)))
+    token = settings.get("token")
+    if token is None:
+        token = ""
+    if not isinstance(token, str) or any(char.isspace() for char in token):
+        problems.append("qwen_model_fetch_token contains white space or is not a string. Fix: set it to the token "
+                        "alone (it is not shown here).")
+    return problems

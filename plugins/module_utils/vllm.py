@@ -129,6 +129,8 @@ INPUTS = {
     "model_architecture": ("vllm_source_model_architecture", ""),
     "cache_dir": ("vllm_source_cache_dir", ""),
     "work_dir": ("vllm_source_work_dir", ""),
+    "wheel_dir": ("vllm_source_wheel_dir", ""),
+    "prefer_builder": ("vllm_source_prefer_builder", False),
     "log_dir": ("vllm_source_log_dir", ""),
     "verify": ("vllm_source_verify", "changed"),
     "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
@@ -193,7 +195,7 @@ def read_inputs(inputs):
     elif method in ("source", "precompiled") and normalize_name(dist) != "vllm":
         errors.append("vllm_source_distribution=%s with vllm_source_method=%s: a build from the source tree is the"
                       " distribution vllm. Fix: leave vllm_source_distribution at vllm for that method." % (dist, method))
-    for key in ("venv", "cache_dir", "work_dir", "log_dir"):
+    for key in ("venv", "cache_dir", "work_dir", "wheel_dir", "log_dir"):
         text = _text(v[key])
         if not text.startswith("/"):
             errors.append("%s=%r is not an absolute path. Fix: set it to a directory%s." % (
@@ -284,9 +286,10 @@ def read_inputs(inputs):
         errors.append("vllm_source_model_architecture=%r is not an architecture name. Fix: the model's"
                       " config.json architectures entry, such as Qwen3_5ForConditionalGeneration." % arch_ok[:60])
     v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
+    v["prefer_builder"] = _bool(v["prefer_builder"])
     for key in ("method", "version", "distribution", "venv", "target_device", "git_url", "git_ref", "git_commit",
                 "precompiled_wheel", "index_url", "wheelhouse", "wheelhouse_dest", "find_links", "arch_list", "cuda_home",
-                "cuda_version", "model_architecture", "cache_dir", "work_dir", "log_dir", "verify", "hostname"):
+                "cuda_version", "model_architecture", "cache_dir", "work_dir", "wheel_dir", "log_dir", "verify", "hostname"):
         v[key] = _text(v[key])
     return v, errors
 
@@ -498,6 +501,7 @@ def plan(inputs, facts=None, probe=None, commit=None):
         "dry_run_report": "%s/vllm-dry-run-report.json" % v["log_dir"],
         "log_dir": v["log_dir"],
         "work_dir": v["work_dir"],
+        "wheel_dir": v["wheel_dir"],
         "cache_dir": v["cache_dir"],
         "gb_per_nvcc_thread": v["gb_per_nvcc_thread"],
         "max_jobs": v["max_jobs"],
@@ -577,11 +581,11 @@ def plan(inputs, facts=None, probe=None, commit=None):
         build={"requirement": tree, "pip_args": ["--no-build-isolation"]},
         reason=install_reason(v, venv),
     )
-    # What gpufleet.llm_stack.wheel_build_plan reads (the role adds its wheel directory and builder preference).
+    # What gpufleet.llm_stack.wheel_build_plan reads.
     result["wheel_build_request"] = {
         "name": "vllm", "key": key, "label": result["label"], "requirement": tree, "cache_dir": v["cache_dir"],
-        "venv": v["venv"], "work_dir": v["work_dir"], "log_dir": v["log_dir"],
-        "installed_url": venv["installed_url"] if venv["installed"] else ""}
+        "venv": v["venv"], "work_dir": v["work_dir"], "wheel_dir": v["wheel_dir"], "log_dir": v["log_dir"],
+        "installed_url": venv["installed_url"] if venv["installed"] else "", "prefer_builder": v["prefer_builder"]}
     if result["requirements_argv"] is None:
         # No list of its own: the tag's requirement files, build tools and runtime, for its target device.
         cuda = v["target_device"] == "cuda"

@@ -75,6 +75,19 @@ def installed_url_of(probe, name):
     return url if isinstance(url, str) else ""
 
 
+def installed_wheel(installed_url, wheel_dir, entry):
+    """The file name of the key's wheel the venv has installed, or '' when it has another build (or none).
+
+    pip records the file it installed from (direct_url.json); the key's
+    wheels are installed from the host directory named after its entry,
+    whether they came from the controller cache or the fleet's index.
+    """
+    prefix = "file://" + os.path.join(wheel_dir or "/", entry) + "/"
+    if not (isinstance(installed_url, str) and installed_url.startswith(prefix)):
+        return ""
+    return os.path.basename(installed_url)
+
+
 def plan(inputs, cached=None):
     """This host's part in the build of its key.
 
@@ -93,7 +106,7 @@ def plan(inputs, cached=None):
     installed_url = inputs.get("installed_url")
     if installed_url is None:
         installed_url = installed_url_of(inputs.get("probe"), inputs["name"])
-    installed = isinstance(installed_url, str) and installed_url.startswith("file://" + host_entry + "/")
+    wheel = installed_wheel(installed_url, inputs.get("wheel_dir"), entry)
     log_dir = inputs.get("log_dir") or "/var/log"
     return {
         "entry": entry,
@@ -104,9 +117,11 @@ def plan(inputs, cached=None):
         "log": os.path.join(log_dir, "wheel-build-%s.log" % entry),
         "ledger": os.path.join(log_dir, "wheel-builds.jsonl"),
         "marker": os.path.join(inputs.get("venv") or "/", ".llm_stack", "%s.json" % inputs["name"]),
-        "installed": installed,
-        "installed_wheel": os.path.basename(installed_url) if installed else "",
-        "needs_build": not installed and not wheels,
+        "installed": bool(wheel),
+        "installed_wheel": wheel,
+        "needs_build": not wheel and not wheels,
+        # What happens to the key here, for the play output.
+        "summary": "is installed" if wheel else "is in the cache" if wheels else "is built once for its key",
         "preferred": bool(inputs.get("prefer_builder", False)),
     }
 

@@ -213,6 +213,39 @@ def config_problems(index_url, cache_host, hosts, username, password, cache_host
     return problems
 
 
+def server_problems(settings):
+    """What is wrong with the cache host's settings of the index (role fleet_cache), [] when nothing.
+
+    settings: port, username, password, data_dir, wheelhouse (a controller
+    directory, or empty) and service_mgr (the ansible_facts value; None when
+    facts were not gathered, taken as systemd). Each message names the
+    variable and the fix; the password is never part of one.
+    """
+    if not isinstance(settings, dict):
+        raise WheelIndexError("server_problems needs a dict of the fleet_cache settings")
+    problems = []
+    port = settings.get("port")
+    text = "" if isinstance(port, bool) or port is None else str(port).strip()
+    if not (re.match(r"^[0-9]{1,5}$", text) and 0 < int(text) < 65536):
+        problems.append("fleet_cache_index_port is %r: set it to a TCP port number (1 to 65535)." % (port,))
+    if not settings.get("username") or not settings.get("password"):
+        problems.append("The index's upload account is not set. Fix: set llm_stack_wheel_index_username and "
+                        "llm_stack_wheel_index_password (the password in a vault) for the cache host and the fleet.")
+    for key, variable, empty_ok in (("data_dir", "fleet_cache_data_dir (llm_stack_cache_data_dir)", False),
+                                    ("wheelhouse", "fleet_cache_wheelhouse", True)):
+        value = settings.get(key)
+        value = "" if value is None else str(value)
+        if (value or not empty_ok) and not (value.startswith("/") and not re.search(r"[\s\x00-\x1f]", value)):
+            problems.append("%s is %r: set it to an absolute %s%s." % (
+                variable, value[:120], "controller directory" if empty_ok else "directory on the cache host",
+                ", or leave it empty" if empty_ok else ""))
+    service_mgr = settings.get("service_mgr")
+    if service_mgr not in (None, "", "systemd"):
+        problems.append("fleet_cache runs the index under systemd; PID 1 of this host is %s. Fix: a cache host that "
+                        "runs systemd." % service_mgr)
+    return problems
+
+
 def multipart(fields, filename, content, boundary=None):
     """(content type, body) of a multipart/form-data upload: the text fields, then the file as field 'content'.
 

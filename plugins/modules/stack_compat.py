@@ -296,6 +296,19 @@ options:
         C(arch_list) and C(arch_list_source).
     type: dict
     default: {}
+  fail_as:
+    description:
+      - A role's gate that stops the host. When set and the verdict has any error, the task fails with a message
+        that starts with O(fail_as), says how many problems there are and that nothing was changed, and lists every
+        problem once, each on a line of its own; the registered result still holds the whole verdict.
+      - Empty, the verdict is only returned (preflight, which collects every role's gate into one report).
+    type: str
+    default: ""
+  show_warnings:
+    description:
+      - Return RV(compat_warnings) also as the task's warnings, which the play output shows.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
@@ -547,6 +560,10 @@ def main():
     result, failure = gate_result(module.params)
     if failure:
         module.fail_json(**failure)
+    if result.get("failed"):
+        module.fail_json(**result)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
     module.exit_json(**result)
 
 

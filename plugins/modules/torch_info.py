@@ -42,8 +42,10 @@ options:
     required: true
   python:
     description:
-      - The interpreter the venv is (or would be) made from, a name on C(PATH) or a path. When set, it is read as
-        M(gpufleet.llm_stack.python_info) reads it and returned as RV(interpreter).
+      - The interpreter the venv would be made from, a name on C(PATH) or a path. When set and the venv has no
+        working C(bin/python), it is read as M(gpufleet.llm_stack.python_info) reads it and returned as
+        RV(interpreter); a venv that exists is judged by its own Python (its C(pyvenv.cfg)), so the interpreter is
+        not run then.
     type: str
   read_gpus:
     description:
@@ -265,7 +267,7 @@ record_stale:
 interpreter:
   description:
     - The interpreter I(python) (C(found), C(name), C(executable), C(version), C(venv), C(ensurepip), C(error)), as
-      M(gpufleet.llm_stack.python_info) returns it; null without I(python).
+      M(gpufleet.llm_stack.python_info) returns it; null without I(python) and where the venv exists.
   returned: always
   type: dict
   sample: {found: true, name: python3.12, executable: /usr/bin/python3.12, version: 3.12.3, venv: true,
@@ -393,12 +395,15 @@ def main():
             module.warn(warning)
         gpu_count, compute_caps, driver_version = (facts["gpu_count"], facts["gpu_compute_caps"],
                                                    facts["gpu_driver_version"])
-    interpreter = python_probe.probe_interpreter(p["python"], timeout=p["timeout"]) if p["python"] is not None else None
+    venv_python = os.path.join(venv, "bin", "python")
+    has_venv = os.path.isfile(venv_python) and os.access(venv_python, os.X_OK)
+    # Only a venv still to be made needs the interpreter (the gate judges an existing venv by its own Python).
+    interpreter = python_probe.probe_interpreter(p["python"], timeout=p["timeout"]) \
+        if p["python"] is not None and not has_venv else None
 
     info = {"venv": venv, "venv_exists": False, "python": None, "torch": None, "distributions": {}, "libcuda": None}
-    venv_python = os.path.join(venv, "bin", "python")
     unmet = list(p["requirements"])
-    if os.path.isfile(venv_python) and os.access(venv_python, os.X_OK):
+    if has_venv:
         info["venv_exists"] = True
         import_torch = p["import_torch"] if p["import_torch"] is not None else gpu_count > 0
         payload = {"import_torch": import_torch, "verify_files": p["verify_files"],

@@ -69,3 +69,34 @@ def test_bad_option_fails_like_the_module(run_module):
 def test_unknown_option_is_refused():
     with pytest.raises(AnsibleActionFail, match="no_such_option"):
         run_action({"cuda_version": "12.8.1", "no_such_option": 1})
+
+
+def test_a_roles_gate_stops_the_host_with_every_problem_once(run_module):
+    """fail_as: the one message every role's gate stops with (formerly a fail task in each role)."""
+    args = dict(GUIDE, facts=False, fail_as="torch on gpu-01", extra_errors=["a problem", "a problem"])
+    kind, expected, dummy = run_module(stack_compat.main, args)
+    result = run_action(args)
+    assert kind == "fail" and result["failed"] is True
+    assert result["msg"] == expected["msg"]
+    head, dummy, listed = result["msg"].partition(":\n- ")
+    unique = list(dict.fromkeys(result["errors"]))
+    assert head == "torch on gpu-01: %d problem(s), nothing was changed" % len(unique)
+    assert listed.split("\n- ") == unique and unique.count("a problem") == 1
+    # the registered result keeps the whole verdict (preflight and the roles' reports read it)
+    assert result["ok"] is False and result["errors"] == expected["errors"]
+    # without fail_as (preflight collecting the gates): the verdict only
+    assert "failed" not in run_action(dict(args, fail_as=""))
+    # how the gate was asked to report is no input of its parts (preflight runs them again from inputs)
+    assert "fail_as" not in result["inputs"] and "show_warnings" not in result["inputs"]
+
+
+def test_a_passing_gate_does_not_fail_and_shows_its_warnings_when_asked(run_module):
+    args = {"cuda_version": "12.8.1", "torch_version": "2.10.0", "torch_cuda": "cu128", "gpus": ["9.0"],
+            "driver_version": "550.127.05", "python_version": "3.12", "parts": ["matrix", "host", "torch"],
+            "fail_as": "torch on gpu-01"}
+    quiet = run_action(args)
+    assert quiet["ok"] is True and "failed" not in quiet and quiet["compat_warnings"] and "warnings" not in quiet
+    shown = run_action(dict(args, show_warnings=True))
+    assert shown["warnings"] == shown["compat_warnings"]
+    kind, module_result, warnings = run_module(stack_compat.main, dict(args, show_warnings=True))
+    assert kind == "exit" and warnings == shown["compat_warnings"]

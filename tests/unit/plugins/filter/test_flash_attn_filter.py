@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.llm_stack.plugins.filter import flash_attn as filters
 
 INPUTS = {"version": "2.8.3", "venv": "/opt/llm-stack/venv", "arch_list": "8.0;9.0", "cache_dir": "/c",
-          "cpu_only_test_host": True, "hostname": "a"}
+          "wheel_dir": "/opt/llm-stack/wheels", "cpu_only_test_host": True, "hostname": "a"}
 TORCH = {"info": {"venv_exists": True, "python": {"abi_tag": "cp311"},
                   "torch": {"version": "2.13.0+cpu", "cuda": None, "cuda_build": "cpu", "cxx11_abi": True}},
          "unmet": []}
@@ -24,6 +24,7 @@ def test_registered_under_their_names():
     assert registered == {
         "flash_attn_build_plan": filters.flash_attn_build_plan,
         "flash_attn_build_jobs": filters.flash_attn_build_jobs,
+        "flash_attn_build_result": filters.flash_attn_build_result,
         "flash_attn_check_result": filters.flash_attn_check_result,
     }
 
@@ -43,11 +44,19 @@ def test_plan_then_jobs():
     (lambda: filters.flash_attn_build_plan(dict(INPUTS, flash_attn_build_venv="/v")), "unknown input(s)"),
     (lambda: filters.flash_attn_build_jobs(filters.flash_attn_build_plan(INPUTS), {}), "made with the venv's torch"),
     (lambda: filters.flash_attn_check_result("FLASH_ATTN_CHECK {}"), "a registered script result"),
+    (lambda: filters.flash_attn_build_result(None), "the input (a plan) must be a dict, got NoneType"),
 ])
 def test_wrong_shapes_raise_a_filter_error(call, message):
     with pytest.raises(AnsibleFilterError) as err:
         call()
     assert message in str(err.value)
+
+
+def test_result_of_a_plan_that_ran_the_build_tasks():
+    plan = filters.flash_attn_build_plan(INPUTS, facts={}, torch=TORCH)
+    result = filters.flash_attn_build_result(plan, {"source": "built", "compiled": True, "wheel": "w.whl"})
+    assert result == {"version": "2.8.3", "build_key": plan["entry"], "arch_list": "8.0;9.0", "wheel": "w.whl",
+                      "source": "built", "compiled": True}
 
 
 def test_check_result_of_a_registered_script():

@@ -28,3 +28,12 @@ def test_problems():
     assert len(F["wheel_index_problems"]("http://c:8080", "", ["c"], "fleet", "")) == 2
     with pytest.raises(AnsibleFilterError):
         F["wheel_index_problems"]("http://c:8080", "c", "c", "fleet", "pw")
+
+
+def test_server_problems():
+    settings = {"port": 8080, "username": "fleet", "password": "pw", "data_dir": "/var/lib/fleet-cache",
+                "wheelhouse": "", "service_mgr": ""}
+    assert F["wheel_index_server_problems"](settings) == []
+    assert "fleet_cache_index_port" in F["wheel_index_server_problems"](dict(settings, port=99999))[0]
+    with pytest.raises(AnsibleFilterError):
+        F["wheel_index_server_problems"]("8080")

@@ -51,7 +51,7 @@ def inputs(**over):
         version="2.8.3", source="sdist", git_url="https://github.com/Dao-AILab/flash-attention.git", git_ref="v2.8.3",
         venv="/opt/llm-stack/venv", arch_list="", arch_scope="host", below_sm80="skip", max_jobs=0, nvcc_threads=0,
         gb_per_nvcc_thread=5.0, cuda_home="", cuda_version="13.0.2", cache_dir="/ctl/.cache/llm_stack/wheels",
-        index_url="", wheelhouse="", wheelhouse_dest="/opt/llm-stack/wheelhouse",
+        wheel_dir="/opt/llm-stack/wheels", index_url="", wheelhouse="", wheelhouse_dest="/opt/llm-stack/wheelhouse",
         build_requirements=["ninja", "packaging", "psutil", "setuptools", "wheel"], runtime_requirements=["einops"],
         verify="changed", check_tolerance=0.01, cpu_only_test_host=False, hostname="gpu-validate")
     base.update(over)
@@ -123,6 +123,73 @@ def test_h200_check_is_the_one_that_passed():
     assert result["ok"]
     # The line the role printed on the H200 host.
     assert result["summary"] == "flash-attn 2.8.3 works (kernels: sm90) (forward max abs error 0.0009322166442871094)."
+
+
+def with_flash_attn(result, url):
+    """A torch_info result whose venv has flash-attn installed from url (pip's direct_url.json)."""
+    result = json.loads(json.dumps(result))
+    result["info"].setdefault("distributions", {})["flash-attn"] = {"version": "2.8.3", "direct_url": {"url": url}}
+    return result
+
+
+def test_h200_rerun_finds_the_keys_wheel_installed_and_has_nothing_to_do():
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build as W
+
+    first = h200_plan()
+    assert (first["installed"], first["work"]) == (False, True)
+    assert first["entry"] == cache_entry(first)
+    # wheel_build names the same entry for the role's inputs, so both agree on "installed".
+    state = W.plan({"name": "flash-attn", "key": first["key"], "label": first["label"], "requirement": "x",
+                    "cache_dir": "/ctl/c", "wheel_dir": first["wheel_dir"], "installed_url": ""}, cached=[])
+    assert state["entry"] == first["entry"]
+    wheel = "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl"
+    url = "file://%s/%s" % (state["host_entry"], wheel)
+    again = F.plan(inputs(venv="/opt/torch/.venv"), gpu_facts("h200"),
+                   with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url), H200_NVCC)
+    assert (again["installed"], again["installed_wheel"], again["work"]) == (True, wheel, False)
+    assert F.build_result(again, {"source": "built", "compiled": True, "wheel": "stale"}) == {
+        "version": "2.8.3", "build_key": first["entry"], "arch_list": "9.0", "wheel": wheel, "source": "present",
+        "compiled": False}
+    # A requirement gone from the venv (einops removed): the build tasks run to install it, nothing is built.
+    unmet = with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url)
+    unmet["unmet"] = ["einops"]
+    missing = F.plan(inputs(venv="/opt/torch/.venv"), gpu_facts("h200"), unmet, H200_NVCC)
+    assert (missing["installed"], missing["work"], missing["unmet"]) == (True, True, ["einops"])
+    # The check every run, a group that is not known yet: the build tasks run (wheel_build then installs nothing).
+    assert F.plan(inputs(venv="/opt/torch/.venv", verify="always"), gpu_facts("h200"),
+                  with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url), H200_NVCC)["work"]
+    assert F.plan(inputs(venv="/opt/torch/.venv", arch_scope="group"), gpu_facts("h200"),
+                  with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url), H200_NVCC)["work"]
+
+
+@pytest.mark.parametrize("url", [
+    "",
+    "file:///opt/llm-stack/wheels/flash-attn-2.8.3-torch2.11.0_cu130-cp312-cxx11abiTRUE-sm90-000000000000/f.whl",
+    "file:///elsewhere/flash-attn-2.8.3-torch2.11.0_cu130-cp312-cxx11abiTRUE-sm90-6f14f4dfaca8/f.whl",
+    "https://example.org/flash-attn-2.8.3-torch2.11.0_cu130-cp312-cxx11abiTRUE-sm90-6f14f4dfaca8/f.whl",
+])
+def test_another_build_in_the_venv_is_not_the_keys(url):
+    plan = F.plan(inputs(venv="/opt/torch/.venv"), gpu_facts("h200"),
+                  with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url), H200_NVCC)
+    assert (plan["installed"], plan["installed_wheel"], plan["work"]) == (False, "", True)
+
+
+def test_build_result_of_the_hosts_part():
+    plan = h200_plan()
+    outcome = {"source": "controller_cache", "compiled": "False", "wheel": "flash_attn-2.8.3-x.whl"}
+    assert F.build_result(plan, outcome) == {
+        "version": "2.8.3", "build_key": plan["entry"], "arch_list": "9.0", "wheel": "flash_attn-2.8.3-x.whl",
+        "source": "controller_cache", "compiled": False}
+    assert F.build_result(plan, dict(outcome, source="built", compiled=True))["compiled"] is True
+    # no flash-attn of a key: T4 alone (nothing to build), or check mode before the venv exists
+    t4 = F.plan(inputs(), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP),
+                probe("probe-h200-torch2.11.0-cu130.txt"), H200_NVCC)
+    assert not t4["work"] and F.build_result(t4, outcome) == {
+        "version": "2.8.3", "build_key": "", "arch_list": "7.5", "wheel": "", "source": "none", "compiled": False}
+    no_venv = F.plan(inputs(arch_list="9.0"), {}, {"info": {"venv_exists": False}, "unmet": []})
+    assert no_venv["work"] and F.build_result(no_venv, None)["source"] == "none"
+    with pytest.raises(F.FlashAttnError):
+        F.build_result(None)
 
 
 def test_h200_noimport_probe_without_record_is_not_enough_to_build():
@@ -352,6 +419,7 @@ def test_index_url_with_credentials_hides_the_pip_steps():
     ({"check_tolerance": -0.1}, "flash_attn_build_check_tolerance=-0.1"),
     ({"cache_dir": ""}, "flash_attn_build_cache_dir is empty"),
     ({"venv": " "}, "flash_attn_build_venv is empty"),
+    ({"wheel_dir": "wheels"}, "flash_attn_build_wheel_dir='wheels' is not an absolute path"),
     ({"build_requirements": ["ninja>=1.11"]}, "flash_attn_build_build_requirements has 'ninja>=1.11'"),
     ({"runtime_requirements": "einops"}, "flash_attn_build_runtime_requirements=einops is not a list"),
     ({"source": "git", "git_ref": ""}, "flash_attn_build_git_ref=''"),

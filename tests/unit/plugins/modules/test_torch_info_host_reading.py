@@ -91,12 +91,21 @@ def test_one_call_reads_gpus_interpreter_venv_and_torch(run_module, host):
     assert json.loads(host.calls("venv")[0][3])["import_torch"] is True
     assert (result["ok"], result["gpu_checks"], result["needs_install"]) == (True, "passed", False)
     assert "torch.cuda.is_available() true, capability (9, 0)" in result["report"][0]
-    assert result["interpreter"]["found"] is True and result["interpreter"]["version"] == "3.12.3"
-    assert result["interpreter"]["name"] == "python3.12"
     assert result["venv"] == {"path": path, "exists": True, "python_version": "3.12.3", "abi_tag": "cp312",
                               "error": None}
-    # the interpreter ran once, the venv's python once (pyvenv.cfg gave its version)
-    assert len(host.calls("python")) == 1 and len(host.calls("venv")) == 1
+    # the venv's python ran once (pyvenv.cfg gave its version); the interpreter is not needed for a venv that
+    # exists (the gate judges it by its own Python), so it did not run
+    assert result["interpreter"] is None
+    assert len(host.calls("python")) == 0 and len(host.calls("venv")) == 1
+
+
+def test_the_interpreter_is_read_where_the_venv_is_still_to_be_made(run_module, host, tmp_path):
+    kind, result, dummy = run_module(torch_info.main, dict(H200, venv=str(tmp_path / "new-venv"), python=host.python(
+        "interpreter-h200-python3.12.txt"), gpu_count=1))
+    assert kind == "exit" and result["needs_install"] is True
+    assert result["interpreter"]["found"] is True and result["interpreter"]["version"] == "3.12.3"
+    assert result["interpreter"]["name"] == "python3.12"
+    assert len(host.calls("python")) == 1 and host.calls("venv") == []
 
 
 def test_read_gpus_wins_over_the_gpu_options(run_module, host):
