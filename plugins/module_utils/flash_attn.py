@@ -593,7 +593,8 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
         # Whether the role has anything to do beyond its gate: build.yml runs only then.
         "work": not errors and bool(archs["targets"]),
     }
-    if torch is None:
+    if torch is None or (isinstance(torch, dict) and torch.get("skipped")):
+        # No reading of the venv (a skipped task: nothing to build here).
         return result
     venv = read_torch(torch)
     result.update(venv_exists=venv["venv_exists"], torch=venv["torch"], unmet=venv["unmet"],

@@ -186,6 +186,12 @@ def test_build_result_of_the_hosts_part():
                 probe("probe-h200-torch2.11.0-cu130.txt"), H200_NVCC)
     assert not t4["work"] and F.build_result(t4, outcome) == {
         "version": "2.8.3", "build_key": "", "arch_list": "7.5", "wheel": "", "source": "none", "compiled": False}
+    # a skipped reading (nothing to build on a T4) is no reading
+    skipped = F.plan(inputs(), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP),
+                     {"skipped": True, "changed": False}, H200_NVCC)
+    assert skipped == F.plan(inputs(), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP), None,
+                             H200_NVCC)
+    assert skipped["key"] is None and skipped["torch_error"] is None and not skipped["work"]
     no_venv = F.plan(inputs(arch_list="9.0"), {}, {"info": {"venv_exists": False}, "unmet": []})
     assert no_venv["work"] and F.build_result(no_venv, None)["source"] == "none"
     with pytest.raises(F.FlashAttnError):
