@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
     caps_of,
     parse_cap,
 )
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus as read_host_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_build import entry_name, installed_wheel
 
@@ -120,21 +121,9 @@ def _dict(value):
 # --- the arch list and FA2's targets ---------------------------------------
 
 def host_gpus(facts):
-    """(count, compute caps) of the host: preflight's contract when set, else gpu_facts' facts."""
-    facts = _dict(facts)
-    host = facts.get("llm_stack_host")
-    if isinstance(host, dict):
-        gpu = _dict(host.get("gpu"))
-        caps = gpu.get("compute_caps") or []
-        count = gpu.get("count") or 0
-    else:
-        caps = facts.get("gpu_compute_caps") or []
-        count = facts.get("gpu_count") or 0
-    try:
-        count = int(count)
-    except (TypeError, ValueError):
-        count = 0
-    return count, [_text(cap) for cap in caps if _text(cap)]
+    """(count, compute caps) of the host: preflight's contract when set, else gpu_facts' facts (module_utils/host_gpus)."""
+    gpus = read_host_gpus(facts)
+    return gpus["count"], gpus["compute_caps"]
 
 
 def arch_in_force(variable, facts=None):
