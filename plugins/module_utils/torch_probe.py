@@ -43,7 +43,7 @@ DEFAULT_INDEX = "https://download.pytorch.org/whl/"
 # Runs under the interpreter being probed: stdlib only, Python >= 3.8. It
 # prints its result the way python_probe.parse_probe_output reads it.
 PROBE_SCRIPT = r'''
-import ctypes, hashlib, base64, importlib.util, json, os, runpy, sys, warnings
+import ctypes, importlib.util, json, os, sys, warnings
 args = json.loads(sys.argv[1])
 out = {
     "python": {
@@ -61,9 +61,75 @@ out = {
 for name in ("venv", "ensurepip"):
     out["modules"][name] = importlib.util.find_spec(name) is not None
 
-from importlib import metadata
+# The installed distributions, found the way importlib.metadata finds them
+# (the *.dist-info and *.egg-info entries of each sys.path directory, names
+# compared normalised, the first directory wins), without importing it: that
+# import (email, zipfile, csv) is most of this probe's time on a re-run. A
+# zip file on sys.path falls back to importlib.metadata itself.
+class Dist:
+    def __init__(self, path):
+        self.path = path
+
+    def read_text(self, name):
+        target = os.path.join(self.path, name) if name else self.path
+        try:
+            with open(target, encoding="utf-8") as f:
+                return f.read()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def locate_file(self, name):
+        return os.path.join(os.path.dirname(self.path), name)
+
+    @property
+    def version(self):
+        text = self.read_text("METADATA") or self.read_text("PKG-INFO") or self.read_text("")
+        for line in (text or "").splitlines():
+            if not line.strip():
+                break
+            key, sep, value = line.partition(":")
+            if sep and key.strip().lower() == "version":
+                return value.strip()
+        return None
+
+def _normal(name):
+    return "_".join(part for part in name.lower().replace("-", "_").replace(".", "_").split("_") if part)
+
+_found = None
+
+def find_dist(name):
+    global _found
+    if _found is None:
+        _found = {}
+        for entry in sys.path:
+            entry = entry or "."
+            if os.path.isfile(entry):
+                _found = False
+                break
+            try:
+                children = os.listdir(entry)
+            except OSError:
+                continue
+            egg = os.path.basename(entry).lower().endswith(".egg")
+            for child in children:
+                low = child.lower()
+                if low.endswith((".dist-info", ".egg-info")):
+                    _found.setdefault(_normal(low.rpartition(".")[0].partition("-")[0]), []).append(
+                        os.path.join(entry, child))
+                elif egg and low == "egg-info":
+                    base = os.path.basename(entry).lower().rpartition(".")[0].partition("-")[0]
+                    _found.setdefault(_normal(base), []).append(os.path.join(entry, child))
+    if _found is False:
+        from importlib import metadata
+        try:
+            return metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return None
+    paths = _found.get(_normal(name))
+    return Dist(paths[0]) if paths else None
 
 def record_problems(dist):
+    import base64, hashlib
     bad = []
     for line in (dist.read_text("RECORD") or "").splitlines():
         parts = line.rsplit(",", 2)
@@ -81,9 +147,8 @@ def record_problems(dist):
     return bad
 
 for name in args.get("distributions", []):
-    try:
-        dist = metadata.distribution(name)
-    except metadata.PackageNotFoundError:
+    dist = find_dist(name)
+    if dist is None:
         out["distributions"][name] = None
         continue
     info = {"version": dist.version, "direct_url": None}
@@ -100,6 +165,7 @@ if spec is not None and spec.origin:
     tdir = os.path.dirname(spec.origin)
     t = {"path": tdir, "imported": False}
     try:
+        import runpy
         v = runpy.run_path(os.path.join(tdir, "version.py"))
         t["version"] = v.get("__version__")
         t["cuda"] = v.get("cuda")

@@ -56,6 +56,14 @@ options:
       - For a play without preflight's C(llm_stack_host) and without those facts, this is one call instead of two.
     type: bool
     default: false
+  read_toolkits:
+    description:
+      - Read the host's CUDA toolkits here, as M(gpufleet.llm_stack.nvcc_facts) does with its defaults (C(nvcc) on
+        C(PATH), else C(/usr/local/cuda/bin/nvcc); every C(/usr/local/cuda-X.Y); 20 seconds per C(nvcc --version)),
+        and return them as RV(toolkits), not as facts, so that they never replace the facts a play has.
+      - For a role that needs the toolkit where no preflight report names it, this is one call instead of two.
+    type: bool
+    default: false
   import_torch:
     description:
       - Import torch to read its CUDA view (availability, devices, arch list, C++11 ABI).
@@ -279,6 +287,14 @@ venv:
   returned: always
   type: dict
   sample: {path: /opt/llm-stack/venv, exists: true, python_version: 3.12.3, abi_tag: cp312, error: null}
+toolkits:
+  description:
+    - With I(read_toolkits), what M(gpufleet.llm_stack.nvcc_facts) returns as facts (C(nvcc_path), C(nvcc_version),
+      C(nvcc_build), C(nvcc_error), C(cuda_toolkits), C(cuda_home_link), C(cuda_home_link_dangling)); null
+      without it.
+  returned: always
+  type: dict
+  sample: {nvcc_path: /usr/local/cuda/bin/nvcc, nvcc_version: 13.0.88, cuda_toolkits: [], nvcc_error: null}
 info:
   description: Same as the C(torch_info) fact; returned also with I(set_facts=false).
   returned: always
@@ -335,12 +351,16 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import python_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import ProbeError, run_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+
+# nvcc_facts' defaults: the seconds for each nvcc --version, and the directory of cuda and cuda-X.Y.
+NVCC_TIMEOUT = 20
+TOOLKIT_ROOT = "/usr/local"
 
 
 def main():
@@ -349,6 +369,7 @@ def main():
             venv=dict(type="path", required=True),
             python=dict(type="str"),
             read_gpus=dict(type="bool", default=False),
+            read_toolkits=dict(type="bool", default=False),
             import_torch=dict(type="bool"),
             use_record=dict(type="bool", default=True),
             write_record=dict(type="bool", default=False),
@@ -386,7 +407,9 @@ def main():
     venv = p["venv"]
     facts = {}
     gpu_count, compute_caps, driver_version = p["gpu_count"], p["compute_caps"], p["driver_version"]
+    # nvidia and nvcc are imported only where they read: every module run compiles what it imports.
     if p["read_gpus"]:
+        from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
         smi = module.get_bin_path("nvidia-smi", opt_dirs=nvidia.SMI_SEARCH_DIRS)
         env = dict(os.environ, LC_ALL="C")
         facts, warnings = nvidia.read_gpus(lambda argv: run(argv, timeout=nvidia.SMI_TIMEOUT, env=env), smi,
@@ -395,6 +418,14 @@ def main():
             module.warn(warning)
         gpu_count, compute_caps, driver_version = (facts["gpu_count"], facts["gpu_compute_caps"],
                                                    facts["gpu_driver_version"])
+    toolkits = None
+    if p["read_toolkits"]:
+        from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvcc import read_nvcc
+        nvcc_env = dict(os.environ, LC_ALL="C")
+        toolkits, warnings = read_nvcc(lambda argv: run(argv, timeout=NVCC_TIMEOUT, env=nvcc_env), None,
+                                       module.get_bin_path("nvcc"), TOOLKIT_ROOT, [])
+        for warning in warnings:
+            module.warn(warning)
     venv_python = os.path.join(venv, "bin", "python")
     has_venv = os.path.isfile(venv_python) and os.access(venv_python, os.X_OK)
     # Only a venv still to be made needs the interpreter (the gate judges an existing venv by its own Python).
@@ -443,7 +474,7 @@ def main():
         report=torch_probe.report_lines(info, gpu_checks, notes, module.check_mode, install,
                                         "%s would be installed into %s from %s" % (plan["spec"], venv, plan["source"]),
                                         gpu_count),
-        record_written=False, record_stale=False, interpreter=interpreter, venv=venv_read)
+        record_written=False, record_stale=False, interpreter=interpreter, venv=venv_read, toolkits=toolkits)
 
     record = torch_probe.fresh_record(info["torch"], problems)
     if record is not None and torch_probe.read_record(venv) != record:

@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import python_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe as tp
@@ -403,6 +405,98 @@ def test_probe_reports_a_torch_that_does_not_import(torch_tree):
     assert t["imported"] is False and t["error"] == "import torch: ImportError: probe imported torch"
     problems, dummy, gpu_checks = tp.diagnose({"torch": t}, expect_version="2.13.0", expect_local="cpu")
     assert names(problems) == ["torch_import_failed"]
+
+
+# --- the probe's distributions: found as importlib.metadata finds them, without importing it --------
+
+def dist_info(site, dirname, version, files=None, metadata_file="METADATA"):
+    path = site / dirname
+    path.mkdir(parents=True)
+    (path / metadata_file).write_text("Metadata-Version: 2.1\nName: x\nVersion: %s\nSummary: s\n\nVersion: 0-body\n"
+                                      % version)
+    for name, text in (files or {}).items():
+        (path / name).write_text(text)
+    return path
+
+
+def probe_distributions(paths, names, verify=False):
+    """PROBE_SCRIPT's distributions with sys.path = paths + the interpreter's own, and importlib.metadata's view."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in paths))
+    proc = subprocess.run([sys.executable, "-c", tp.PROBE_SCRIPT, json.dumps({"distributions": names,
+                                                                              "verify_files": verify})],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
+                          check=True)
+    got = python_probe.parse_probe_output(proc.stdout)["distributions"]
+    reference = subprocess.run([sys.executable, "-c", """
+import json, sys
+from importlib import metadata
+out = {}
+for name in json.loads(sys.argv[1]):
+    try:
+        d = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        out[name] = None
+        continue
+    out[name] = {"version": d.version, "direct_url": json.loads(d.read_text("direct_url.json") or "null")}
+print(json.dumps(out))
+""", json.dumps(names)], stdout=subprocess.PIPE, universal_newlines=True, env=env, check=True)
+    return got, json.loads(reference.stdout)
+
+
+def test_probe_finds_distributions_as_importlib_metadata_does(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    dist_info(first, "flash_attn-2.8.3.dist-info", "2.8.3",
+              {"direct_url.json": json.dumps({"url": "file:///opt/wheels/flash_attn-2.8.3-cp311-linux_x86_64.whl"})})
+    dist_info(second, "flash_attn-2.7.0.dist-info", "2.7.0")      # shadowed: the first directory wins
+    dist_info(second, "Ninja-1.13.0.dist-info", "1.13.0")
+    dist_info(second, "ruamel.yaml-0.19.1.dist-info", "0.19.1")
+    dist_info(second, "legacy_pkg-1.0-py3.11.egg-info", "1.0", metadata_file="PKG-INFO")
+    (second / "flat_egg-2.0-py3.11.egg-info").write_text("Metadata-Version: 1.1\nName: flat-egg\nVersion: 2.0\n")
+    (second / "not_a_dist-1.0.dist-info").mkdir()                 # no metadata: version null, as importlib says
+    names = ["flash-attn", "Flash_Attn", "flash.attn", "ninja", "NINJA", "ruamel-yaml", "ruamel.yaml", "legacy-pkg",
+             "flat-egg", "not-a-dist", "not-installed"]
+    got, reference = probe_distributions([first, second], names)
+    assert got == reference
+    assert got["Flash_Attn"]["version"] == "2.8.3" and got["flash-attn"]["direct_url"]["url"].endswith(".whl")
+    assert got["flat-egg"]["version"] == "2.0" and got["not-installed"] is None
+
+
+def test_probe_distributions_match_importlib_metadata_for_everything_installed():
+    """Every distribution of the interpreter running the tests, found by the probe as importlib.metadata finds it."""
+    from importlib import metadata
+    names = sorted({d.metadata["Name"] for d in metadata.distributions() if d.metadata["Name"]})
+    got, reference = probe_distributions([], names)
+    assert len(names) > 20 and got == reference
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["-", "_", "."]), min_size=1, max_size=3), st.booleans())
+def test_probe_name_spellings(separators, upper):
+    """PEP 503 spellings of one name all find the same distribution."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        site = __import__("pathlib").Path(tmp)
+        dist_info(site, "my_pkg_name-1.2.3.dist-info", "1.2.3")
+        spelled = "my" + separators[0] + "pkg" + separators[-1] + "name"
+        spelled = spelled.upper() if upper else spelled
+        got, reference = probe_distributions([site], [spelled])
+        assert got == reference and got[spelled]["version"] == "1.2.3"
+
+
+def test_probe_verifies_files_against_the_record(tmp_path):
+    import base64
+    import hashlib
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("x = 1\n")
+    digest = base64.urlsafe_b64encode(hashlib.sha256(b"x = 1\n").digest()).decode().rstrip("=")
+    dist_info(site, "pkg-1.0.dist-info", "1.0", {"RECORD": "pkg/__init__.py,sha256=%s,6\npkg/gone.py,sha256=abc,1\n"
+                                                           "pkg-1.0.dist-info/RECORD,,\n" % digest})
+    got, dummy = probe_distributions([site], ["pkg"], verify=True)
+    assert got["pkg"]["file_problems"] == ["pkg/gone.py (missing)"]
+    (site / "pkg" / "__init__.py").write_text("x = 2\n")
+    got, dummy = probe_distributions([site], ["pkg"], verify=True)
+    assert got["pkg"]["file_problems"] == ["pkg/__init__.py (modified)", "pkg/gone.py (missing)"]
 
 
 # --- what the torch role does with a reading ---------------------------------------------------

@@ -89,3 +89,18 @@ def test_check_mode_reports_the_same(run_module, root):
     normal = run_module(nvcc_facts.main, {"toolkit_root": root})[1]
     checked = run_module(nvcc_facts.main, {"toolkit_root": root, "_ansible_check_mode": True})[1]
     assert normal == checked
+
+
+def test_torch_info_reads_the_toolkits_as_nvcc_facts_does(run_module, root, tmp_path, monkeypatch):
+    """torch_info read_toolkits: nvcc_facts' own reading with its defaults, returned as toolkits, never as facts."""
+    from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
+    monkeypatch.setattr(torch_info, "TOOLKIT_ROOT", root)
+    kind, alone, dummy = run_module(nvcc_facts.main, {"toolkit_root": root})
+    kind, result, warnings = run_module(torch_info.main, {"venv": str(tmp_path / "no-venv"), "read_toolkits": True,
+                                                          "set_facts": False})
+    assert kind == "exit" and result["changed"] is False and warnings == []
+    assert result["toolkits"] == alone["ansible_facts"]
+    assert result["toolkits"]["nvcc_version"] == "13.0" and len(result["toolkits"]["cuda_toolkits"]) == 2
+    assert "ansible_facts" not in result
+    kind, unread, dummy = run_module(torch_info.main, {"venv": str(tmp_path / "no-venv"), "set_facts": False})
+    assert unread["toolkits"] is None
