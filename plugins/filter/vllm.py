@@ -60,9 +60,9 @@ def vllm_source_verdict(after, plan, before=None, host_caps=None, facts=None):
     """vllm_info after the install in, the checks, their verdict and the record out.
 
     The host's compute capabilities: host_caps when given, else from facts (preflight's llm_stack_host, else
-    gpu_facts' facts; the one reading of flash_attn.host_gpus).
+    gpu_facts' facts; the one reading of module_utils/host_gpus).
     """
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils.flash_attn import host_gpus
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
     _mapping("vllm_source_verdict: the input (a vllm_info result)", after, allow_none=False)
     _mapping("vllm_source_verdict: plan", plan, allow_none=False)
@@ -71,7 +71,7 @@ def vllm_source_verdict(after, plan, before=None, host_caps=None, facts=None):
     if host_caps is not None and not isinstance(host_caps, (list, tuple)):
         raise AnsibleFilterError("vllm_source_verdict: host_caps must be a list, got %s" % type(host_caps).__name__)
     if host_caps is None:
-        host_caps = host_gpus(facts)[1]
+        host_caps = host_gpus(facts)["compute_caps"]
     return vllm.verdict(plan, before, after, list(host_caps or []))
 
 

@@ -22,6 +22,12 @@ def _text(value):
     return "" if value is None else str(value).strip()
 
 
+def gpus_known(facts):
+    """Whether the play has read the host's GPUs already: preflight's contract, or the gpu_* facts of a reading."""
+    facts = _dict(facts)
+    return "llm_stack_host" in facts or "gpu_count" in facts
+
+
 def host_gpus(facts):
     """{count, compute_caps, driver_version} of the host; driver_version is None when unknown."""
     facts = _dict(facts)

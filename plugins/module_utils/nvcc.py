@@ -24,6 +24,10 @@ _RELEASE_RE = re.compile(r"release (?P<release>\d{1,3}\.\d{1,3}), V(?P<build>\d{
 _VERSION_TXT_RE = re.compile(r"CUDA Version (?P<version>\d{1,3}\.\d{1,3}(?:\.\d{1,9})?)(?![\d.])", re.ASCII)
 _SDK_VERSION_RE = re.compile(r"^\d{1,3}\.\d{1,3}(?:\.\d{1,9})?(?:\.\d{1,9})?$", re.ASCII)
 MAX_VERSION_FILE = 1024 * 1024
+# nvcc_facts' defaults, which torch_info (read_toolkits) reads with too: the directory of cuda and cuda-X.Y,
+# and the seconds each nvcc --version may take.
+DEFAULT_ROOT = "/usr/local"
+DEFAULT_TIMEOUT = 20
 
 
 def parse_nvcc_version(text):

@@ -141,7 +141,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvcc import read_nvcc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvcc import DEFAULT_ROOT, DEFAULT_TIMEOUT, read_nvcc
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 
 
@@ -150,8 +150,8 @@ def main():
         argument_spec=dict(
             nvcc_path=dict(type="path"),
             prefixes=dict(type="list", elements="path", default=[]),
-            toolkit_root=dict(type="path", default="/usr/local"),
-            timeout=dict(type="int", default=20),
+            toolkit_root=dict(type="path", default=DEFAULT_ROOT),
+            timeout=dict(type="int", default=DEFAULT_TIMEOUT),
         ),
         supports_check_mode=True,
     )

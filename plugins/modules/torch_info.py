@@ -294,7 +294,7 @@ toolkits:
       without it.
   returned: always
   type: dict
-  sample: {nvcc_path: /usr/local/cuda/bin/nvcc, nvcc_version: 13.0.88, cuda_toolkits: [], nvcc_error: null}
+  sample: {nvcc_path: /usr/local/cuda/bin/nvcc, nvcc_version: "13.0", nvcc_build: 13.0.88, cuda_toolkits: [], nvcc_error: null}
 info:
   description: Same as the C(torch_info) fact; returned also with I(set_facts=false).
   returned: always
@@ -358,11 +358,6 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe im
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 
-# nvcc_facts' defaults: the seconds for each nvcc --version, and the directory of cuda and cuda-X.Y.
-NVCC_TIMEOUT = 20
-TOOLKIT_ROOT = "/usr/local"
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -420,10 +415,11 @@ def main():
                                                    facts["gpu_driver_version"])
     toolkits = None
     if p["read_toolkits"]:
-        from ansible_collections.gpufleet.llm_stack.plugins.module_utils.nvcc import read_nvcc
+        # nvcc_facts with its defaults.
+        from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvcc
         nvcc_env = dict(os.environ, LC_ALL="C")
-        toolkits, warnings = read_nvcc(lambda argv: run(argv, timeout=NVCC_TIMEOUT, env=nvcc_env), None,
-                                       module.get_bin_path("nvcc"), TOOLKIT_ROOT, [])
+        toolkits, warnings = nvcc.read_nvcc(lambda argv: run(argv, timeout=nvcc.DEFAULT_TIMEOUT, env=nvcc_env), None,
+                                            module.get_bin_path("nvcc"), nvcc.DEFAULT_ROOT, [])
         for warning in warnings:
             module.warn(warning)
     venv_python = os.path.join(venv, "bin", "python")

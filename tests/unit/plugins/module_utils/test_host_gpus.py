@@ -43,6 +43,14 @@ def test_flash_attn_reads_the_same():
     assert flash_attn.host_gpus(H200_FACTS) == (1, ["9.0"])
 
 
+@pytest.mark.parametrize("facts, known", [
+    ({}, False), ({"env": {"PATH": "/usr/bin"}}, False), (H200_FACTS, True), ({"gpu_count": 0}, True),
+    ({"llm_stack_host": {"gpu": {"count": 0}}}, True)])
+def test_gpus_known(facts, known):
+    """A role reads the GPUs itself only where neither preflight's contract nor a GPU reading is in the facts."""
+    assert FilterModule().filters()["host_gpus_known"](facts) is known
+
+
 def test_not_facts():
     with pytest.raises(AnsibleFilterError):
         FILTER(["9.0"])

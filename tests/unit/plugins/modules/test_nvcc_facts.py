@@ -93,8 +93,9 @@ def test_check_mode_reports_the_same(run_module, root):
 
 def test_torch_info_reads_the_toolkits_as_nvcc_facts_does(run_module, root, tmp_path, monkeypatch):
     """torch_info read_toolkits: nvcc_facts' own reading with its defaults, returned as toolkits, never as facts."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvcc
     from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
-    monkeypatch.setattr(torch_info, "TOOLKIT_ROOT", root)
+    monkeypatch.setattr(nvcc, "DEFAULT_ROOT", root)
     kind, alone, dummy = run_module(nvcc_facts.main, {"toolkit_root": root})
     kind, result, warnings = run_module(torch_info.main, {"venv": str(tmp_path / "no-venv"), "read_toolkits": True,
                                                           "set_facts": False})
