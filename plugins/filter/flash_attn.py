@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""flash-attn build filters; documentation in flash_attn_build_plan.yml, flash_attn_build_jobs.yml,
-flash_attn_build_result.yml and flash_attn_check_result.yml next to this file. The decisions are in
-module_utils/flash_attn.py.
+"""flash-attn build filters; documentation in flash_attn_build_plan.yml, flash_attn_build_no_log.yml,
+flash_attn_build_jobs.yml, flash_attn_build_result.yml and flash_attn_check_result.yml next to this file. The
+decisions are in module_utils/flash_attn.py.
 
 Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
 file of it, in every worker."""
@@ -38,6 +38,13 @@ def flash_attn_build_plan(inputs, facts=None, torch=None, nvcc=None, group=None)
         raise AnsibleFilterError("flash_attn_build_plan: %s" % exc)
 
 
+def flash_attn_build_no_log(inputs):
+    """The role's variables (or a plan) in, whether the tasks that act on them stay out of the logs out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
+    _mapping("flash_attn_build_no_log: the input (the role's variables or a plan)", inputs, allow_none=False)
+    return flash_attn.no_log(inputs)
+
+
 def flash_attn_build_jobs(plan, facts=None):
     """A plan made with the venv's torch in, the build's environment with MAX_JOBS and NVCC_THREADS out."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
@@ -69,6 +76,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "flash_attn_build_plan": flash_attn_build_plan,
+            "flash_attn_build_no_log": flash_attn_build_no_log,
             "flash_attn_build_jobs": flash_attn_build_jobs,
             "flash_attn_build_result": flash_attn_build_result,
             "flash_attn_check_result": flash_attn_check_result,

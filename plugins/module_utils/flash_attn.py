@@ -505,15 +505,46 @@ def read_torch(result):
 
 # --- the plan --------------------------------------------------------------
 
+def checked_inputs(inputs):
+    """(values, errors, gated) as read_inputs gives them, or as an earlier plan of the host carries them.
+
+    A plan is taken as it is (its ``inputs`` and ``input_problems``): the role plans again with what it read on
+    the host without reading its variables again, each of which Ansible renders from its template at every reading.
+    """
+    if isinstance(inputs, dict) and "input_problems" in inputs:
+        values, problems = inputs.get("inputs"), inputs.get("input_problems")
+        if not isinstance(values, dict) or not isinstance(problems, dict) or \
+                not all(isinstance(problems.get(key), list) for key in ("errors", "gated")):
+            raise FlashAttnError("an earlier plan needs its inputs (a dict) and input_problems (errors and gated,"
+                                 " lists); make it with this filter")
+        return dict(values), list(problems["errors"]), list(problems["gated"])
+    return read_inputs(inputs)
+
+
+def no_log(inputs):
+    """Whether the plan, and each task that acts on it, stays out of the logs.
+
+    True when the index URL, or for a git source the repository URL, carries credentials. inputs: the role's
+    variables (only index_url, source and git_url are read) or a plan.
+    """
+    if not isinstance(inputs, dict):
+        raise FlashAttnError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
+    if "input_problems" in inputs:
+        return bool(inputs.get("no_log"))
+    return has_credentials(_text(inputs.get("index_url", ""))) or (
+        _text(inputs.get("source", "sdist")) == "git" and has_credentials(_text(inputs.get("git_url", ""))))
+
+
 def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     """The flash-attn build plan of one host.
 
-    inputs: the role's variables (INPUTS keys); facts: ansible_facts (preflight's llm_stack_host, else the
+    inputs: the role's variables (INPUTS keys), or an earlier plan of this host (see checked_inputs); facts: ansible_facts (preflight's llm_stack_host, else the
     gpu_facts facts; env.PATH); torch: the torch_info result for the venv (key, label and group need it);
     nvcc: the nvcc_facts result's ansible_facts (CUDA_HOME when neither the variable nor preflight says);
     group: the other hosts' plans (arch_scope=group). Never raises for bad values: see ``errors``.
     """
-    v, role_errors, gated = read_inputs(inputs)
+    v, role_errors, gated = checked_inputs(inputs)
+    input_problems = {"errors": list(role_errors), "gated": list(gated)}
     host = v["hostname"]
     test_host = v["cpu_only_test_host"]
     text, source = arch_in_force(v["arch_list"], facts)
@@ -531,8 +562,9 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     result = {
         "ok": not errors,
         "errors": errors,
-        # The inputs as checked, for the plans made later with what the role reads on the host.
+        # The inputs as checked and their problems, for the plans made later with what the role reads on the host.
         "inputs": v,
+        "input_problems": input_problems,
         # What the role's gate passes to stack_compat: the options of part flash_attn it derives, and the
         # errors only this module finds (extra_errors); the gate finds the others itself.
         # The arch list in force decides: the GPUs go to the gate only when the list is theirs.
@@ -558,7 +590,7 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
         "source_id": src_id,
         "pip_args": pip_args(v["source"]),
         "pip_environment": pip_env,
-        "no_log": has_credentials(v["index_url"]) or (v["source"] == "git" and has_credentials(v["git_url"])),
+        "no_log": no_log(v),
         "push": [{"src": v["wheelhouse"], "dest": v["wheelhouse_dest"]}] if v["wheelhouse"] else [],
         "requirements": v["build_requirements"] + v["runtime_requirements"],
         "cuda_home": home,

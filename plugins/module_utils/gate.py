@@ -27,6 +27,10 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
+# At the top, not in run_gate: the strategy loads the stack_compat action plugin in the controller's main process,
+# so what it imports there is compiled once per run, not in each worker (each host and task) that runs a gate.
+# gate_suggest imports this module inside its functions.
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate_suggest
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import (
     PINS,
     Report,
@@ -700,8 +704,6 @@ def normalized(p):
 
 def run_gate(params):
     """The gate's full result (everything stack_compat returns, without ansible_facts)."""
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate_suggest
-
     p, problems = evaluate(params)
     errors = [problem["msg"] for problem in problems if problem["severity"] == "error"]
     warnings = [problem["msg"] for problem in problems if problem["severity"] == "warning"]

@@ -23,6 +23,7 @@ def test_registered_under_their_names():
     registered = filters.FilterModule().filters()
     assert registered == {
         "flash_attn_build_plan": filters.flash_attn_build_plan,
+        "flash_attn_build_no_log": filters.flash_attn_build_no_log,
         "flash_attn_build_jobs": filters.flash_attn_build_jobs,
         "flash_attn_build_result": filters.flash_attn_build_result,
         "flash_attn_check_result": filters.flash_attn_check_result,
@@ -45,6 +46,8 @@ def test_plan_then_jobs():
     (lambda: filters.flash_attn_build_jobs(filters.flash_attn_build_plan(INPUTS), {}), "made with the venv's torch"),
     (lambda: filters.flash_attn_check_result("FLASH_ATTN_CHECK {}"), "a registered script result"),
     (lambda: filters.flash_attn_build_result(None), "the input (a plan) must be a dict, got NoneType"),
+    (lambda: filters.flash_attn_build_no_log("https://u:p@x/simple"), "the input (the role's variables or a plan) must"),
+    (lambda: filters.flash_attn_build_plan({"inputs": INPUTS, "input_problems": {"errors": []}}), "an earlier plan"),
 ])
 def test_wrong_shapes_raise_a_filter_error(call, message):
     with pytest.raises(AnsibleFilterError) as err:
@@ -65,3 +68,15 @@ def test_check_result_of_a_registered_script():
     assert result["ok"] and result["summary"] == "flash-attn 2.8.3 works (kernels: sm80, sm90)."
     skipped = filters.flash_attn_check_result({"skipped": True, "changed": False})
     assert not skipped["ok"] and skipped["failure"].startswith("the check printed no result (exit ?)")
+
+
+def test_plan_again_from_the_first_plan():
+    first = filters.flash_attn_build_plan(INPUTS, facts={})
+    assert filters.flash_attn_build_plan(first, facts={}, torch=TORCH) == \
+        filters.flash_attn_build_plan(INPUTS, facts={}, torch=TORCH)
+
+
+def test_no_log_of_the_inputs_and_of_a_plan():
+    secret = dict(INPUTS, index_url="https://u:p@pypi.example/simple")
+    assert filters.flash_attn_build_no_log(secret) and not filters.flash_attn_build_no_log(INPUTS)
+    assert filters.flash_attn_build_no_log(filters.flash_attn_build_plan(secret, facts={}))

@@ -468,6 +468,63 @@ def test_any_input_gives_a_plan_not_an_exception(values, arch_list):
     assert not plan["build"] or (plan["ok"] and plan["targets"])
 
 
+# --- planning again from the first plan ---------------------------------------
+
+FACTS = [{}, None, {"gpu_count": 1, "gpu_compute_caps": ["9.0"]}, {"gpu_count": 2, "gpu_compute_caps": ["7.5", "8.6"]},
+         {"llm_stack_host": {"arch_list": "8.0;9.0", "gpu": {"count": 1, "compute_caps": ["9.0"]},
+                             "cuda": {"home": "/usr/local/cuda-13.0"}}}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(F.INPUTS)),
+                       st.one_of(st.none(), st.booleans(), st.integers(-10, 10 ** 12), st.floats(allow_nan=False),
+                                 st.text(max_size=40), st.lists(st.text(max_size=10), max_size=3))),
+       st.sampled_from(FACTS), st.sampled_from(FACTS), st.booleans())
+def test_a_plan_made_from_the_first_plan_is_the_plan_made_from_the_inputs(values, first_facts, facts, with_torch):
+    """The role plans once from its variables, then again from that plan with the GPUs and the venv it read.
+
+    Every problem of the inputs stays (the gate stops the host on them), and the result is the one the variables
+    themselves would give, whatever the facts of the first plan were.
+    """
+    torch = probe("probe-debian12-torch2.13.0-cpu.txt") if with_torch else None
+    first = F.plan(values, first_facts)
+    again = F.plan(first, facts, torch)
+    assert again == F.plan(values, facts, torch)
+    assert set(first["input_problems"]["errors"]) <= set(again["errors"])
+    assert F.no_log(first) == F.no_log(values) == again["no_log"]
+
+
+def test_the_gate_of_a_replan_keeps_the_input_errors():
+    first = F.plan(inputs(arch_list="9.0", max_jobs="many", verify="sometimes"), {})
+    again = F.plan(first, {"gpu_count": 1, "gpu_compute_caps": ["9.0"]})
+    assert len(again["gate"]["extra_errors"]) == 2 and not again["ok"] and not again["work"]
+
+
+@pytest.mark.parametrize("plan", [
+    {"inputs": [], "input_problems": {"errors": [], "gated": []}},
+    {"inputs": {}, "input_problems": {"errors": "x", "gated": []}},
+    {"inputs": {}, "input_problems": None},
+])
+def test_a_broken_earlier_plan_is_the_callers_bug(plan):
+    with pytest.raises(F.FlashAttnError) as err:
+        F.plan(plan)
+    assert "an earlier plan" in str(err.value)
+
+
+@pytest.mark.parametrize("over, hidden", [
+    ({}, False),
+    ({"index_url": "https://u:p@pypi.example/simple"}, True),
+    ({"index_url": "https://pypi.example/simple"}, False),
+    ({"git_url": "https://bob:s3cret@git.example/fa.git"}, False),
+    ({"git_url": "https://bob:s3cret@git.example/fa.git", "source": "git"}, True),
+    ({"git_url": "https://bob:s3cret@git.example/fa.git", "source": " git "}, True),
+])
+def test_no_log_reads_only_the_urls_and_the_source(over, hidden):
+    assert F.no_log(inputs(**over)) is hidden
+    assert F.no_log(dict((key, over[key]) for key in over)) is hidden
+    assert F.plan(inputs(arch_list="9.0", **over), {})["no_log"] is hidden
+
+
 # --- the venv's torch --------------------------------------------------------
 
 @pytest.mark.parametrize("info, reason", [
