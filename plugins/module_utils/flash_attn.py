@@ -538,10 +538,11 @@ def no_log(inputs):
 def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     """The flash-attn build plan of one host.
 
-    inputs: the role's variables (INPUTS keys), or an earlier plan of this host (see checked_inputs); facts: ansible_facts (preflight's llm_stack_host, else the
-    gpu_facts facts; env.PATH); torch: the torch_info result for the venv (key, label and group need it);
-    nvcc: the nvcc_facts result's ansible_facts (CUDA_HOME when neither the variable nor preflight says);
-    group: the other hosts' plans (arch_scope=group). Never raises for bad values: see ``errors``.
+    inputs: the role's variables (INPUTS keys), or an earlier plan of this host (see checked_inputs); facts:
+    ansible_facts (preflight's llm_stack_host, else the gpu_facts facts; env.PATH); torch: the torch_info result
+    for the venv (key, label and group need it); nvcc: the nvcc_facts result's ansible_facts (CUDA_HOME when
+    neither the variable nor preflight says); group: the other hosts' plans (arch_scope=group). Never raises for
+    bad values: see ``errors``.
     """
     v, role_errors, gated = checked_inputs(inputs)
     input_problems = {"errors": list(role_errors), "gated": list(gated)}
