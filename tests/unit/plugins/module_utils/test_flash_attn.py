@@ -329,6 +329,8 @@ def test_group_scope_builds_the_union_of_its_group():
     assert grouped["own_targets"] == [80] and grouped["targets"] == [80, 90]
     assert grouped["key"]["archs"] == "80;90" and grouped["environment"]["FLASH_ATTN_CUDA_ARCHS"] == "80;90"
     assert grouped["environment"]["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0"
+    # build.yml plans the group from the host's own plan, as main.yml plans from the first plan.
+    assert F.plan(a, facts, cpu, group=[a, c, other, None, {"group_id": None}]) == grouped
     # arch_scope=host ignores the group
     assert F.plan(inputs(arch_list="8.0", cpu_only_test_host=True), facts, cpu, group=[c])["targets"] == [80]
 
