@@ -35,7 +35,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
     caps_of,
     parse_cap,
 )
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus as read_host_gpus
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known, host_gpus as read_host_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_build import entry_name, installed_wheel
 
@@ -649,6 +649,71 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     result["work"] = result["build"] and (
         not wheel or bool(venv["unmet"]) or v["verify"] == "always" or (v["arch_scope"] == "group" and group is None))
     return result
+
+
+# --- the role's reading and gate, from its first plan -----------------------
+
+# The role's variables that its gate (stack_compat, part flash_attn) takes as they are: option, input.
+GATE_INPUTS = (
+    ("cuda_version", "cuda_version"),
+    ("flash_attn_version", "version"),
+    ("flash_attn_source", "source"),
+    ("flash_attn_below_sm80", "below_sm80"),
+    ("flash_attn_wheelhouse", "wheelhouse"),
+    ("flash_attn_build_requirements", "build_requirements"),
+    ("flash_attn_runtime_requirements", "runtime_requirements"),
+)
+
+
+def reading_options(first, facts=None):
+    """torch_info's options for the role's one reading of the host, from its first plan (made without it).
+
+    The venv's torch (from the record of its last import, never importing it), the build tools and flash-attn;
+    the GPUs where neither preflight's report nor the GPU facts are in the play, and the CUDA toolkits where the
+    plan says to read them. Nothing is written and no fact is set.
+    """
+    if not isinstance(first, dict) or "input_problems" not in first:
+        raise FlashAttnError("reading_options needs the first plan (made with plan()), got %s" % type(first).__name__)
+    return {
+        "venv": first["venv"],
+        "import_torch": False,
+        "use_record": True,
+        "requirements": list(first["requirements"]),
+        "distributions": [DISTRIBUTION],
+        "read_gpus": not gpus_known(_dict(facts)),
+        "read_toolkits": bool(first["read_toolkits"]),
+        "set_facts": False,
+    }
+
+
+def gate_options(inputs, gate_plan, torch_version, index_problems=None, fail_as=""):
+    """stack_compat's options (part flash_attn) for the role's gate.
+
+    inputs: the role's variables (what ``plan`` takes), given to the gate as they are, so that it finds the
+    problems it checks itself (the flash-attn version, the source and below_sm80 choices, the wheelhouse, the
+    requirement formats); gate_plan: a plan made with the host's GPUs, whose ``gate`` part gives the arch list or
+    the GPUs in force and the errors only this role finds; torch_version: the stack's torch pin; index_problems:
+    what wheel_index finds in the fleet's package index settings; fail_as: who stops on an error (empty: only
+    report, as preflight does). The warnings show where the gate stops the host.
+    """
+    if not isinstance(inputs, dict):
+        raise FlashAttnError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
+    gate = _dict(_dict(gate_plan).get("gate"))
+    if not gate:
+        raise FlashAttnError("gate_options needs a plan (made with plan()), got %s" % type(gate_plan).__name__)
+    if index_problems is not None and not isinstance(index_problems, (list, tuple)):
+        raise FlashAttnError("index_problems must be a list of messages, got %s" % type(index_problems).__name__)
+    options = dict((option, inputs.get(key, INPUTS[key][1])) for option, key in GATE_INPUTS)
+    options.update(
+        parts=["flash_attn"],
+        torch_version=torch_version,
+        flash_attn_arch_list=gate["flash_attn_arch_list"],
+        gpus=list(gate["gpus"]),
+        extra_errors=list(gate["extra_errors"]) + list(index_problems or []),
+        fail_as=_text(fail_as),
+        show_warnings=bool(_text(fail_as)),
+    )
+    return options
 
 
 def build_result(build_plan, outcome=None):

@@ -93,3 +93,12 @@ def gate_result(params):
     if params.get("fail_as") and not result["ok"]:
         result.update(failed=True, msg=stop_message(params["fail_as"], result["errors"]))
     return result, None
+
+
+def gate_from_options(options):
+    """gate_result for options a caller made up (a role's own plan), validated and converted as the module's are."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    validated = ArgumentSpecValidator(OPTIONS).validate(options)
+    if validated.error_messages:
+        return None, {"msg": "Invalid option: %s" % "; ".join(validated.error_messages), "option": None}
+    return gate_result(validated.validated_parameters)

@@ -616,3 +616,52 @@ def test_the_plan_and_the_gate_agree(entries, sep, gpus, below, reqs):
     plan = F.plan(inputs(arch_list=sep.join(entries), below_sm80=below, build_requirements=reqs),
                   {"gpu_count": len(gpus), "gpu_compute_caps": sorted(gpus, key=float)})
     assert plan["ok"] == (gate_errors(plan, below, reqs) == [])
+
+
+# --- the reading and the gate of the role's one step (flash_attn_build_state) ------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(F.INPUTS)),
+                       st.one_of(st.none(), st.booleans(), st.integers(-10, 10 ** 12), st.floats(allow_nan=False),
+                                 st.text(max_size=40), st.lists(st.text(max_size=10), max_size=3))),
+       st.sampled_from(FACTS), st.lists(st.text(max_size=20), max_size=2), st.sampled_from(["", "fa on h"]))
+def test_the_gate_gets_the_variables_as_given_and_the_plans_part(values, facts, index_problems, fail_as):
+    """The gate judges what the inventory says (not the plan's cleaned copy), so its own checks find every bad
+    value; the plan adds the arch list or the GPUs in force and the errors only this role finds."""
+    plan = F.plan(values, facts)
+    options = F.gate_options(values, F.plan(plan, facts), "2.11.0", index_problems, fail_as)
+    for option, key in F.GATE_INPUTS:
+        assert options[option] == values.get(key, F.INPUTS[key][1])
+    assert (options["flash_attn_arch_list"], options["gpus"]) == (plan["gate"]["flash_attn_arch_list"],
+                                                                  plan["gate"]["gpus"])
+    assert options["extra_errors"] == plan["gate"]["extra_errors"] + index_problems
+    assert options["parts"] == ["flash_attn"] and options["torch_version"] == "2.11.0"
+    assert (options["fail_as"], options["show_warnings"]) == (fail_as, bool(fail_as))
+
+
+def test_reading_options_read_what_nobody_said():
+    first = F.plan(inputs(cuda_home=""), {})
+    options = F.reading_options(first, {})
+    assert (options["read_gpus"], options["read_toolkits"], options["import_torch"]) == (True, True, False)
+    assert options["requirements"] == ["ninja", "packaging", "psutil", "setuptools", "wheel", "einops"]
+    assert options["distributions"] == ["flash-attn"] and options["set_facts"] is False
+    preflight = {"llm_stack_host": {"arch_list": "9.0", "gpu": {"count": 1, "compute_caps": ["9.0"]},
+                                    "cuda": {"home": "/usr/local/cuda-13.0"}}}
+    known = F.reading_options(F.plan(inputs(cuda_home=""), preflight), preflight)
+    assert (known["read_gpus"], known["read_toolkits"]) == (False, False)
+    # A test host never reads the toolkits; the GPU facts of a reading count as known GPUs.
+    test_host = F.plan(inputs(cuda_home="", cpu_only_test_host=True), {"gpu_count": 0})
+    assert F.reading_options(test_host, {"gpu_count": 0})["read_toolkits"] is False
+    assert F.reading_options(test_host, {"gpu_count": 0})["read_gpus"] is False
+
+
+@pytest.mark.parametrize("call", [
+    lambda: F.reading_options(inputs(), {}),
+    lambda: F.reading_options(None, {}),
+    lambda: F.gate_options(inputs(), {}, "2.11.0"),
+    lambda: F.gate_options([], F.plan(inputs(), {}), "2.11.0"),
+    lambda: F.gate_options(inputs(), F.plan(inputs(), {}), "2.11.0", index_problems="one"),
+])
+def test_reading_and_gate_options_refuse_wrong_shapes(call):
+    with pytest.raises(F.FlashAttnError):
+        call()

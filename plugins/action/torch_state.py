@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of gpufleet.llm_stack.torch_state (documented in plugins/modules/torch_state.py).
+
+The torch role's reading of the venv and its gate in one step: one run of
+the module torch_info on the host, then stack_compat's part torch in the
+controller's worker (the same code and options validation as that module),
+then, where this reading is the role's last, the role's verdict. The
+decisions are in module_utils/torch_state.py, torch_probe.py and gate.py;
+this file only runs them in order. The strategy loads this class in the
+controller's main process, so the code it imports is compiled once per run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_state
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
+
+READER = "gpufleet.llm_stack.torch_info"
+
+OPTIONS = dict(
+    read=dict(type="dict", required=True),
+    gate=dict(type="dict", required=True),
+    fail_as=dict(type="str", default=""),
+    after_install=dict(type="bool", default=False),
+)
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
+        del validation
+        facts = dict((task_vars or {}).get("ansible_facts") or {})
+        try:
+            read = torch_state.reading_options(args["read"], facts)
+            torch_state.gate_options(args["gate"], facts, {}, args["fail_as"])
+        except torch_state.TorchStateError as exc:
+            raise AnsibleActionFail(str(exc))
+        reading = self._execute_module(module_name=READER, module_args=read, task_vars=task_vars)
+        reading.pop("invocation", None)
+        warnings = list(reading.pop("warnings", None) or [])
+        read_facts = dict(reading.pop("ansible_facts", None) or {})
+        if read_facts:
+            result["ansible_facts"] = read_facts
+        if reading.get("failed"):
+            result.update(failed=True, reading=reading, warnings=warnings, msg=reading.get("msg", ""))
+            return result
+        facts.update(read_facts)
+        try:
+            options = torch_state.gate_options(args["gate"], facts, reading, args["fail_as"])
+        except torch_state.TorchStateError as exc:
+            raise AnsibleActionFail(str(exc))
+        gate, failure = gate_from_options(options)
+        if failure:
+            raise AnsibleActionFail(failure["msg"])
+        warnings.extend(gate.pop("warnings", None) or [])
+        result.update(gate)
+        result.update(reading=reading, changed=bool(reading.get("changed")))
+        if warnings:
+            result["warnings"] = warnings
+        if result.get("failed") or not args["fail_as"]:
+            return result
+        if torch_state.last_reading(reading, args["after_install"]):
+            failure = torch_state.verdict(reading, (task_vars or {}).get("inventory_hostname", ""),
+                                          self._task.check_mode)
+            if failure:
+                result.update(failed=True, msg=failure)
+            else:
+                result["msg"] = list(reading.get("report") or []) + list(gate.get("compat_warnings") or [])
+        return result
