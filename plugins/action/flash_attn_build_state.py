@@ -11,16 +11,23 @@ decision is a function of module_utils/flash_attn.py; this file only runs
 them in order, in the controller's worker. The strategy loads this class
 in the controller's main process, so the code it imports is compiled once
 per run, not once per host.
+
+Where the task hides its result (no_log: an index or git URL with
+credentials, which the plan holds for pip), a failure's message is shown
+all the same, with the credentials masked.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+display = Display()
 
 READER = "gpufleet.llm_stack.torch_info"
 
@@ -37,43 +44,56 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
+    def _stop(self, result, msg):
+        result.update(failed=True, msg=msg)
+        if self._task.no_log:
+            display.error("%s (the task's output is hidden: credentials)" % mask_credentials(msg), wrap_text=False)
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
         del validation
+        if args["read_venv"] and self._task.delegate_to:
+            return self._stop(result, "flash_attn_build_state reads the inventory host's venv: it cannot run with"
+                                      " delegate_to (%s) unless read_venv is false" % self._task.delegate_to)
         facts = dict((task_vars or {}).get("ansible_facts") or {})
         try:
             first = flash_attn.plan(args["inputs"], facts=facts)
         except flash_attn.FlashAttnError as exc:
-            raise AnsibleActionFail("inputs: %s" % exc)
+            return self._stop(result, "inputs: %s" % exc)
         read_facts, probe, warnings = {}, None, []
         if args["read_venv"]:
             probe = self._execute_module(module_name=READER, module_args=flash_attn.reading_options(first, facts),
                                          task_vars=task_vars)
             probe.pop("invocation", None)
             warnings.extend(probe.pop("warnings", None) or [])
-            if probe.get("failed"):
-                result.update(failed=True, probe=probe, warnings=warnings,
-                              msg="flash_attn_build on %s: reading %s failed: %s"
-                                  % (first["hostname"], first["venv"], probe.get("msg", "")))
-                return result
             read_facts = dict(probe.pop("ansible_facts", None) or {})
+            if read_facts:
+                result["ansible_facts"] = dict(read_facts)
+            if warnings:
+                result["warnings"] = warnings
+            if probe.get("failed"):
+                result["probe"] = probe
+                return self._stop(result, "flash_attn_build on %s: reading %s failed: %s"
+                                  % (first["hostname"], first["venv"], probe.get("msg", "")))
             facts.update(read_facts)
         gate_plan = flash_attn.plan(first, facts=facts)
         gate, failure = gate_from_options(flash_attn.gate_options(
             args["inputs"], gate_plan, args["torch_version"], args["index_problems"], args["fail_as"]))
         if failure:
-            raise AnsibleActionFail(failure["msg"])
+            return self._stop(result, failure["msg"])
         warnings.extend(gate.pop("warnings", None) or [])
         result.update(gate)
         if warnings:
             result["warnings"] = warnings
-        if read_facts:
-            result["ansible_facts"] = dict(read_facts)
-        if probe is None or result.get("failed"):
-            result.update(plan=gate_plan, probe=probe, result=None)
+        if probe is None:
+            # The gate alone (preflight): its verdict only, nothing of the plan (which holds the index URL).
             return result
+        if result.get("failed"):
+            result.update(plan=gate_plan, probe=probe, result=None)
+            return self._stop(result, result["msg"])
         build_plan = flash_attn.plan(first, facts=facts, torch=probe, nvcc=probe.get("toolkits"))
         result.update(plan=build_plan, probe=probe,
                       result=None if build_plan["work"] else flash_attn.build_result(build_plan))

@@ -56,13 +56,13 @@ class ActionModule(ActionBase):
             result.update(failed=True, reading=reading, warnings=warnings, msg=reading.get("msg", ""))
             return result
         facts.update(read_facts)
-        try:
-            options = torch_state.gate_options(args["gate"], facts, reading, args["fail_as"])
-        except torch_state.TorchStateError as exc:
-            raise AnsibleActionFail(str(exc))
+        # After the install the gate only reports (its stop says "nothing was changed"): the verdict decides.
+        gate_fail_as = "" if args["after_install"] else args["fail_as"]
+        options = torch_state.gate_options(args["gate"], facts, reading, gate_fail_as)
         gate, failure = gate_from_options(options)
         if failure:
-            raise AnsibleActionFail(failure["msg"])
+            result.update(failed=True, reading=reading, msg=failure["msg"])
+            return result
         warnings.extend(gate.pop("warnings", None) or [])
         result.update(gate)
         result.update(reading=reading, changed=bool(reading.get("changed")))

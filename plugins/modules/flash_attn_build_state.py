@@ -25,7 +25,8 @@ description:
     else preflight's, else the host's GPUs) and what only this role checks (the build scope, the jobs, the
     cache, the venv, the git source, O(index_problems)). With O(fail_as) any error stops the host, every problem
     listed; the warnings show.
-  - Last the plan with the build key, which says whether the key's wheel is installed already (C(work) of RV(plan)).
+  - Last the plan with the build key, which says whether the key's wheel is installed already (C(work) of RV(plan)),
+    and the host's result for the fleet report where nothing is left to do (RV(result)).
   - The decisions are in C(plugins/module_utils/flash_attn.py) (the plan, the reading's options, the gate's
     options) and C(plugins/module_utils/gate.py) (the gate).
 author:
@@ -69,10 +70,14 @@ attributes:
     description: Nothing changes, so there is nothing to diff.
   facts:
     support: full
-    description: With O(read_venv) and a gate without errors, returns the facts C(flash_attn_build_plan) and
-      C(flash_attn_build_result), and the GPU facts where it read the GPUs.
+    description: Returns the GPU facts where the reading read the GPUs.
 notes:
   - A failed reading fails the task with the module's message, before the gate.
+  - The plan holds the index and git URLs as given, for pip; where they carry credentials the role hides the task's
+    output (C(no_log)). A failure's message is then shown all the same, as an error line with the credentials
+    masked.
+  - The role keeps RV(plan) and RV(result) as the facts C(flash_attn_build_plan) and C(flash_attn_build_result)
+    with a C(set_fact) task.
 seealso:
   - module: gpufleet.llm_stack.torch_info
   - module: gpufleet.llm_stack.stack_compat
@@ -104,19 +109,21 @@ ok:
 plan:
   description:
     - The build plan of this host (the C(gpufleet.llm_stack.flash_attn_build_plan) filter's result).
-    - With O(read_venv) and a gate without errors, the plan with the build key (C(key), C(label), C(entry),
-      C(installed), C(work)); otherwise the plan made from the inputs and the GPUs alone.
-  returned: always
+    - After a gate without errors, the plan with the build key (C(key), C(label), C(entry), C(installed), C(work));
+      after a gate with errors, the plan made from the inputs and the GPUs alone.
+  returned: with O(read_venv), after the reading
+  type: dict
+result:
+  description: This host's flash-attn for the fleet report (the C(gpufleet.llm_stack.flash_attn_build_result)
+    filter's result); null where C(work) of RV(plan) says the build tasks still run, or the gate failed.
+  returned: with O(read_venv), after the reading
   type: dict
 probe:
-  description: What M(gpufleet.llm_stack.torch_info) returned (without its invocation, warnings and facts); null
-    without O(read_venv).
-  returned: always
+  description: What M(gpufleet.llm_stack.torch_info) returned (without its invocation, warnings and facts).
+  returned: with O(read_venv)
   type: dict
 ansible_facts:
-  description: C(flash_attn_build_plan) (the same as RV(plan)) and C(flash_attn_build_result) (this host's
-    flash-attn for the fleet report; null where C(work) of RV(plan) says the build tasks still run), with the GPU facts
-    where the reading read the GPUs.
-  returned: with O(read_venv) and a gate without errors; the GPU facts also after a gate with errors
+  description: The GPU facts, where the reading read the GPUs.
+  returned: where the reading read the GPUs
   type: dict
 """

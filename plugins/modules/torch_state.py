@@ -53,8 +53,10 @@ options:
     type: str
     default: ""
   after_install:
-    description: This reading follows the role's install (or its record of an import of torch), so it is the
-      last one and the verdict follows whatever it says.
+    description:
+      - This reading follows the role's install (or its record of an import of torch), so it is the last one and
+        the verdict follows whatever it says.
+      - The gate then only reports (RV(ok) and its errors); it stopped the host before the install where it had to.
     type: bool
     default: false
 attributes:

@@ -37,11 +37,14 @@ def h200_facts():
             "gpu_driver_version": driver}
 
 
-def make_action(module, args, run_module, facts=None, check_mode=False, hostname="gpu-validate"):
-    """The action with its module calls made by the real torch_info; returns (action, calls)."""
+def make_action(module, args, run_module, facts=None, check_mode=False, hostname="gpu-validate", no_log=False,
+                delegate_to=None):
+    """The action with its module calls made by the real torch_info; returns (action, calls, task_vars)."""
     task = mock.MagicMock()
     task.args = dict(args)
     task.check_mode = check_mode
+    task.no_log = no_log
+    task.delegate_to = delegate_to
     task.async_val = 0
     task.diff = False
     action = module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
@@ -171,6 +174,17 @@ def test_torch_state_verdict_waits_for_the_install_and_follows_it(run_module, ho
     assert not action.run(task_vars=task_vars).get("failed")
 
 
+def test_torch_state_after_the_install_the_gate_only_reports(run_module, host):
+    """The gate stopped the host before the install where it had to; after it, the verdict decides."""
+    venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
+    args = torch_args(venv, gate=dict(STACK, torch_venv=venv, python_version="3.11"), after_install=True)
+    action, calls, task_vars = make_action(torch_action, args, run_module, facts=h200_facts())
+    result = action.run(task_vars=task_vars)
+    assert result["ok"] is False and "the venv %s runs Python 3.12.3" % venv in result["errors"][0]
+    assert not result.get("failed") and "nothing was changed" not in str(result.get("msg"))
+    assert result["msg"] == result["reading"]["report"] + result["compat_warnings"]
+
+
 def test_torch_state_a_failed_reading_comes_before_the_gate(run_module, host):
     venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
     args = torch_args(venv)
@@ -298,8 +312,8 @@ def test_flash_attn_state_gate_alone_sends_nothing(run_module):
     action, calls, task_vars = make_action(fa_action, fa_args("/x", inputs=inputs, read_venv=False, fail_as=""),
                                            run_module, facts=h200_facts())
     result = action.run(task_vars=task_vars)
-    assert calls == [] and result["probe"] is None and result["result"] is None
-    assert result["plan"] == F.plan(inputs, facts=h200_facts())
+    # Its verdict only: nothing of the plan, which holds the index URL, goes into preflight's report.
+    assert calls == [] and not {"plan", "probe", "result"} & set(result)
     alone = validate_yml_gate(inputs, h200_facts(), fail_as="")
     for key in ("ok", "errors", "compat_warnings", "inputs", "problems"):
         assert result[key] == alone[key], key
@@ -342,6 +356,31 @@ def test_flash_attn_state_a_failed_reading_fails_with_its_message(run_module, tm
 
 def test_flash_attn_state_wrong_shapes_are_the_callers_bug(run_module):
     action, calls, task_vars = make_action(fa_action, fa_args("/x", inputs={"nonsense": 1}), run_module)
-    with pytest.raises(AnsibleActionFail, match="unknown input"):
-        action.run(task_vars=task_vars)
+    result = action.run(task_vars=task_vars)
+    assert result["failed"] is True and result["msg"].startswith("inputs: unknown input(s): nonsense")
     assert calls == []
+
+
+def test_flash_attn_state_reads_only_the_inventory_host(run_module):
+    action, calls, task_vars = make_action(fa_action, fa_args("/x"), run_module, facts=h200_facts(),
+                                           delegate_to="localhost")
+    result = action.run(task_vars=task_vars)
+    assert result["failed"] is True and "cannot run with delegate_to (localhost)" in result["msg"] and calls == []
+
+
+def test_flash_attn_state_hidden_output_still_shows_the_failure_masked(run_module, host, monkeypatch):
+    """An index URL with credentials hides the task's output (no_log); the gate's stop still shows, masked."""
+    shown = []
+    monkeypatch.setattr(fa_action.display, "error", lambda msg, wrap_text=True: shown.append(msg))
+    venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
+    inputs = fa_inputs(venv, index_url="https://bob:s3cret@pypi.example/simple", arch_scope="fleet",
+                       git_url="https://bob:s3cret@git.example/fa.git")
+    action, calls, task_vars = make_action(fa_action, fa_args(venv, inputs=inputs), run_module, facts=h200_facts(),
+                                           no_log=True)
+    result = action.run(task_vars=task_vars)
+    assert result["failed"] is True and "flash_attn_build_arch_scope=fleet" in result["msg"]
+    assert len(shown) == 1 and "flash_attn_build_arch_scope=fleet" in shown[0] and "s3cret" not in shown[0]
+    # Not hidden, nothing is displayed twice.
+    shown[:] = []
+    action, calls, task_vars = make_action(fa_action, fa_args(venv, inputs=inputs), run_module, facts=h200_facts())
+    assert action.run(task_vars=task_vars)["failed"] is True and shown == []
