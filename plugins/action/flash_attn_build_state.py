@@ -26,6 +26,7 @@ from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import split_reading
 
 display = Display()
 
@@ -65,11 +66,8 @@ class ActionModule(ActionBase):
             return self._stop(result, "inputs: %s" % exc)
         read_facts, probe, warnings = {}, None, []
         if args["read_venv"]:
-            probe = self._execute_module(module_name=READER, module_args=flash_attn.reading_options(first, facts),
-                                         task_vars=task_vars)
-            probe.pop("invocation", None)
-            warnings.extend(probe.pop("warnings", None) or [])
-            read_facts = dict(probe.pop("ansible_facts", None) or {})
+            probe, warnings, read_facts = split_reading(self._execute_module(
+                module_name=READER, module_args=flash_attn.reading_options(first, facts), task_vars=task_vars))
             if read_facts:
                 result["ansible_facts"] = dict(read_facts)
             if warnings:

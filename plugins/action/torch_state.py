@@ -43,13 +43,11 @@ class ActionModule(ActionBase):
         facts = dict((task_vars or {}).get("ansible_facts") or {})
         try:
             read = torch_state.reading_options(args["read"], facts)
-            torch_state.gate_options(args["gate"], facts, {}, args["fail_as"])
+            torch_state.caller_options(args["gate"], "gate", torch_state.GATE_SET_HERE)
         except torch_state.TorchStateError as exc:
             raise AnsibleActionFail(str(exc))
-        reading = self._execute_module(module_name=READER, module_args=read, task_vars=task_vars)
-        reading.pop("invocation", None)
-        warnings = list(reading.pop("warnings", None) or [])
-        read_facts = dict(reading.pop("ansible_facts", None) or {})
+        reading, warnings, read_facts = torch_state.split_reading(
+            self._execute_module(module_name=READER, module_args=read, task_vars=task_vars))
         if read_facts:
             result["ansible_facts"] = read_facts
         if reading.get("failed"):

@@ -26,7 +26,8 @@ class TorchStateError(TypeError):
     """The role passed something of the wrong shape (a bug of the caller, not of the inventory)."""
 
 
-def _given(options, name, reserved):
+def caller_options(options, name, reserved):
+    """The caller's options (a dict) without the null ones; refuses those the action sets itself."""
     if not isinstance(options, dict):
         raise TorchStateError("%s must be a dict of options, got %s" % (name, type(options).__name__))
     taken = sorted(set(options) & set(reserved))
@@ -39,7 +40,7 @@ def _given(options, name, reserved):
 def reading_options(read, facts=None):
     """torch_info's options: the caller's, and the GPUs from the play's facts, or read by torch_info where
     neither preflight's report nor the GPU facts are in the play. The reading is returned, not set as facts."""
-    options = _given(read, "read", READ_SET_HERE)
+    options = caller_options(read, "read", READ_SET_HERE)
     options["set_facts"] = False
     if gpus_known(facts):
         gpus = host_gpus(facts)
@@ -54,7 +55,7 @@ def reading_options(read, facts=None):
 def gate_options(gate, facts, reading, fail_as=""):
     """stack_compat's options for part torch: the caller's, the host's GPUs and driver (the play's facts with what
     the reading read), the interpreter the venv is made from and the venv's own Python, as the reading found them."""
-    options = _given(gate, "gate", GATE_SET_HERE)
+    options = caller_options(gate, "gate", GATE_SET_HERE)
     if not isinstance(reading, dict):
         raise TorchStateError("reading must be a torch_info result, got %s" % type(reading).__name__)
     gpus = host_gpus(facts)
@@ -79,3 +80,13 @@ def verdict(reading, hostname, check_mode=False):
     if reading.get("ok") or (check_mode and reading.get("needs_install")):
         return None
     return "%s: %s" % (hostname, reading.get("failure") or "the venv's torch is not right")
+
+
+def split_reading(result):
+    """A torch_info result as an action got it: (the reading without its invocation, warnings and facts, the
+    warnings, the facts). The reading's warnings and facts become the action's own."""
+    reading = dict(result)
+    reading.pop("invocation", None)
+    warnings = list(reading.pop("warnings", None) or [])
+    facts = dict(reading.pop("ansible_facts", None) or {})
+    return reading, warnings, facts

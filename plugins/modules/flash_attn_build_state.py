@@ -61,17 +61,11 @@ options:
       - Empty, the verdict is only returned (preflight, which collects every role's gate into one report).
     type: str
     default: ""
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing changes, so there is nothing to diff.
-  facts:
-    support: full
-    description: Returns the GPU facts where the reading read the GPUs.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.facts
 notes:
+  - The facts it returns are the GPU facts, where the reading read the GPUs.
   - A failed reading fails the task with the module's message, before the gate.
   - The plan holds the index and git URLs as given, for pip; where they carry credentials the role hides the task's
     output (C(no_log)). A failure's message is then shown all the same, as an error line with the credentials
