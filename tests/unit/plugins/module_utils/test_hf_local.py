@@ -281,8 +281,26 @@ def test_paths_cannot_leave_the_directory(tmp_path):
     assert hf_local.safe_join(str(tmp_path), "a/./b") == str(tmp_path / "a" / "b")
 
 
-def test_free_bytes_of_a_path_not_created_yet(tmp_path):
-    assert hf_local.free_bytes(str(tmp_path / "x" / "y")) == hf_local.free_bytes(str(tmp_path))
+def test_free_bytes_of_a_path_not_created_yet(tmp_path, monkeypatch):
+    # The nearest existing parent is measured. Free space on a shared filesystem moves
+    # between two live readings, so the probed path and the arithmetic are checked instead.
+    probed = []
+
+    class Stat(object):
+        f_bavail = 7
+        f_frsize = 4096
+
+    def statvfs(path):
+        probed.append(path)
+        return Stat()
+
+    monkeypatch.setattr(hf_local.os, "statvfs", statvfs)
+    assert hf_local.free_bytes(str(tmp_path / "x" / "y")) == 7 * 4096
+    assert probed == [str(tmp_path)]
+
+
+def test_free_bytes_reads_the_filesystem(tmp_path):
+    assert hf_local.free_bytes(str(tmp_path)) > 0
 
 
 def test_revisions_to_prune(tmp_path):
