@@ -44,12 +44,10 @@ def strings(node, path=()):
     """(path, string) for every string value of a loaded YAML document."""
     if isinstance(node, dict):
         for key, value in node.items():
-            for found in strings(value, path + (str(key),)):
-                yield found
+            yield from strings(value, path + (str(key),))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            for found in strings(value, path + (str(index),)):
-                yield found
+            yield from strings(value, path + (str(index),))
     elif isinstance(node, str):
         yield path, node
 

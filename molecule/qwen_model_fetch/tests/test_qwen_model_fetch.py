@@ -114,6 +114,18 @@ def test_token_is_in_no_file_on_the_host(host):
     assert found.rc == 1, found.stdout
 
 
+def test_hostile_mirror_settings_reached_neither_the_unit_nor_the_configuration(host):
+    del host
+    cache = cache_host()
+    unit = cache.file("/etc/systemd/system/hf-mirror.service").content_string
+    config = cache.file("/etc/hf-mirror/olah.toml").content_string
+    assert "ExecStartPre" not in unit and "attacker.example" not in config and "mirror-upstream-pw" not in config
+    assert not cache.file("/tmp/hf-mirror-injected").exists
+    assert 'hf-netloc = "127.0.0.1:28917"' in config
+    with open(os.path.join(EPHEMERAL, "side_effect-hostile_mirror.log"), encoding="utf-8") as handle:
+        assert "mirror-upstream-pw" not in handle.read()
+
+
 def test_mirror_fetched_each_file_from_upstream_once_for_the_fleet(host):
     """One GET per file and commit on the upstream hub, however many hosts and runs."""
     del host  # the hub log is on the controller; runs once per host, same answer

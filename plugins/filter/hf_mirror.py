@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The hf_mirror_problems filter; documentation in hf_mirror_problems.yml next to this file. The code is
+module_utils/hf_mirror.py.
+
+The filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every
+filter file of it, in every worker."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+
+def hf_mirror_problems(settings):
+    """What is wrong with the hf_mirror role's variables ([] when nothing)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror
+    try:
+        return hf_mirror.problems(settings)
+    except TypeError as exc:
+        raise AnsibleFilterError("hf_mirror_problems: %s" % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"hf_mirror_problems": hf_mirror_problems}

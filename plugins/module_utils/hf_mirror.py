@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The input checks of the hf_mirror role (olah on the cache host), before anything is installed or written.
+
+The role writes these values into olah's TOML configuration (quoted strings) and into a systemd unit (one
+directive per line, paths split at spaces), so a value that could end a string, start a line or split a path
+is refused here rather than written. URLs are checked by the hub's own rule (hf_hub.validate_endpoint); olah
+takes scheme://host[:port] only, and a password in a URL would sit in a world-readable configuration file.
+Each problem names the hf_mirror_* variable and the fix; credentials are masked in every message.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+from urllib.parse import urlsplit
+
+# Characters no value written into olah.toml or the unit may hold: quotes and backslashes end or escape a TOML
+# string; a line break or another control character starts a new TOML key or systemd directive.
+UNSAFE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
+USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
+# systemd unit names: ASCII letters, digits and ':-_.', not starting with '-' or '.'.
+UNIT_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:.-]{0,200}", re.ASCII)
+SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTP]?i?B?", re.ASCII | re.IGNORECASE)
+NETLOC_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)(:[0-9]{1,5})?", re.ASCII)
+
+PATH_OPTIONS = ("prefix", "venv", "config_dir", "cache_dir", "log_dir")
+OPTIONS = ("upstream_url", "upstream_lfs_netloc", "url", "listen_host", "port", "user", "service_name",
+           "cache_size_limit", "metadata_cache_ttl", "offline", "git_repos_dir") + PATH_OPTIONS
+
+
+def _shown(value):
+    text = mask_credentials(value if isinstance(value, str) else repr(value))
+    text = text.encode("unicode_escape").decode("ascii") if isinstance(text, str) else text
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _whole_number(value):
+    """value as an int when it is one (a bool is not), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}", value.strip(), re.ASCII):
+        return int(value.strip())
+    return None
+
+
+def _url_problem(option, value, schemes, example):
+    shown = _shown(value)
+    problem = hf_hub.validate_endpoint(value)
+    if problem is None:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in schemes:
+            problem = "'%s' is not an %s URL" % (shown, " or ".join("%s://" % s for s in schemes))
+        elif parts.path not in ("", "/"):
+            problem = "'%s' has a path (%s); olah takes scheme://host[:port] only" % (shown, _shown(parts.path))
+        elif parts.username is not None or parts.password is not None:
+            problem = "'%s' holds credentials, which olah cannot use and would keep in its world-readable configuration" % shown
+        elif UNSAFE_RE.search(value):
+            problem = "'%s' holds a quote or a backslash" % shown
+    if problem is None:
+        return None
+    return "hf_mirror_%s: %s. Set it to %s." % (option, problem, example)
+
+
+def problems(settings):
+    """What is wrong with the hf_mirror role's variables, each naming the variable and the fix ([] when nothing).
+
+    settings: a dict with the keys of OPTIONS, each the hf_mirror_<key> variable.
+    """
+    if not isinstance(settings, dict):
+        raise TypeError("the settings must be a dict of the hf_mirror_* variables")
+    missing = [key for key in OPTIONS if key not in settings]
+    if missing:
+        raise TypeError("the settings lack %s" % ", ".join(missing))
+    found = []
+
+    def add(problem):
+        if problem:
+            found.append(problem)
+
+    add(_url_problem("upstream_url", settings["upstream_url"], ("http", "https"),
+                     "scheme://host[:port] of the hub or of an upstream mirror, e.g. https://huggingface.co"))
+    add(_url_problem("url", settings["url"], ("http",),
+                     "the http://host:port at which the fleet reaches this mirror (olah serves plain http)"))
+
+    netloc = settings["upstream_lfs_netloc"]
+    match = NETLOC_RE.fullmatch(netloc) if isinstance(netloc, str) else None
+    if not match or (match.group(2) and not 0 < int(match.group(2)[1:]) < 65536):
+        add("hf_mirror_upstream_lfs_netloc is '%s': set it to the host[:port] of the upstream's LFS file server, "
+            "without a scheme or a path, e.g. cdn-lfs.huggingface.co." % _shown(netloc))
+
+    host = settings["listen_host"]
+    if not isinstance(host, str) or not host.strip() or UNSAFE_RE.search(host) or any(c.isspace() for c in host):
+        add("hf_mirror_listen_host is '%s': set it to the address olah listens on, e.g. 0.0.0.0 or 127.0.0.1."
+            % _shown(host))
+
+    port = _whole_number(settings["port"])
+    if port is None or not 0 < port < 65536:
+        add("hf_mirror_port is %s: set it to a TCP port number (1 to 65535)." % _shown(settings["port"]))
+
+    ttl = _whole_number(settings["metadata_cache_ttl"])
+    if ttl is None or ttl < 0:
+        add("hf_mirror_metadata_cache_ttl is %s: set it to a number of seconds (0 or more)."
+            % _shown(settings["metadata_cache_ttl"]))
+
+    user = settings["user"]
+    if not isinstance(user, str) or not USER_RE.fullmatch(user):
+        add("hf_mirror_user is '%s': set it to a system user name (lower-case letters, digits, '_' and '-', "
+            "at most 32, starting with a letter or '_'), e.g. hf-mirror." % _shown(user))
+
+    unit = settings["service_name"]
+    if not isinstance(unit, str) or not UNIT_RE.fullmatch(unit) or unit.endswith(".service"):
+        add("hf_mirror_service_name is '%s': set it to a systemd unit name without '.service' (ASCII letters, "
+            "digits and ':_.-'), e.g. hf-mirror." % _shown(unit))
+
+    size = settings["cache_size_limit"]
+    if not isinstance(size, str) or (size.strip() and not SIZE_RE.fullmatch(size.strip())):
+        add("hf_mirror_cache_size_limit is '%s': set it to a size such as 500GB or 2TB, or leave it empty to keep "
+            "everything." % _shown(size))
+
+    for option in PATH_OPTIONS:
+        path = settings[option]
+        if not isinstance(path, str) or not path.startswith("/") or UNSAFE_RE.search(path) \
+                or any(c.isspace() for c in path):
+            add("hf_mirror_%s is '%s': set it to an absolute path without spaces, quotes, backslashes or line "
+                "breaks (it is written into olah.toml and the systemd unit)." % (option, _shown(path)))
+
+    repos = settings["git_repos_dir"]
+    if not isinstance(repos, str) or (repos and (not repos.startswith("/") or UNSAFE_RE.search(repos))):
+        add("hf_mirror_git_repos_dir is '%s': set it to an absolute path without quotes, backslashes or line "
+            "breaks, or leave it empty." % _shown(repos))
+
+    offline = settings["offline"]
+    if not isinstance(offline, bool):
+        add("hf_mirror_offline is %s: set it to true or false." % _shown(offline))
+    elif offline and isinstance(repos, str) and not repos:
+        add("hf_mirror_offline is true but hf_mirror_git_repos_dir is empty: an offline mirror needs local git "
+            "repositories to serve; set hf_mirror_git_repos_dir, or hf_mirror_offline: false.")
+    return found

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""hf_mirror's input checks (hf_mirror_problems): a message per variable, nothing olah.toml or the unit cannot hold."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_mirror import FilterModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror as M
+
+FILTER = FilterModule().filters()["hf_mirror_problems"]
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+PASSWORD = "s3cr3t-upstream-pw"
+
+
+def role_defaults():
+    """The role's defaults, rendered for a host named cache-1 (the two templated ones by hand)."""
+    with open(os.path.join(REPO, "roles", "hf_mirror", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    settings = dict((key, defaults["hf_mirror_" + key]) for key in M.OPTIONS)
+    settings["venv"] = defaults["hf_mirror_prefix"] + "/venv"
+    settings["url"] = "http://cache-1:%s" % defaults["hf_mirror_port"]
+    return settings
+
+
+GOOD = role_defaults()
+
+
+def problems_for(**changes):
+    return M.problems(dict(GOOD, **changes))
+
+
+def test_the_role_defaults_and_the_test_fleets_settings_pass():
+    assert GOOD["upstream_url"] == "https://huggingface.co" and GOOD["offline"] is False
+    assert M.problems(GOOD) == []
+    # As molecule/qwen_model_fetch and inventories/testfleet set them; numbers may arrive as strings.
+    assert problems_for(listen_host="127.0.0.1", port="28918", url="http://127.0.0.1:28918/",
+                        upstream_url="http://127.0.0.1:28917", upstream_lfs_netloc="127.0.0.1:28917",
+                        metadata_cache_ttl="0", cache_size_limit="2TB") == []
+    assert problems_for(offline=True, git_repos_dir="/srv/hf-repos") == []
+    assert FILTER(GOOD) == []
+
+
+@pytest.mark.parametrize("option, value, expect", [
+    ("upstream_url", "huggingface.co", "not an http:// or https:// URL"),
+    ("upstream_url", "ftp://huggingface.co", "not an http:// or https:// URL"),
+    ("upstream_url", "https://huggingface.co/api", "has a path"),
+    ("upstream_url", "https://h.example:99999", "not a valid URL"),
+    ("upstream_url", "", "empty"),
+    ("url", "https://cache-1:8090", "not an http:// URL"),
+    ("url", "http://cache-1:8090/hub", "has a path"),
+    ("url", "http://cache 1:8090", "spaces or control characters"),
+    ("upstream_lfs_netloc", "https://cdn-lfs.huggingface.co", "without a scheme"),
+    ("upstream_lfs_netloc", "cdn-lfs.huggingface.co/x", "without a scheme"),
+    ("upstream_lfs_netloc", "cdn:70000", "without a scheme"),
+    ("listen_host", "0.0.0.0\"\nport = 1", "address olah listens on"),
+    ("listen_host", "", "address olah listens on"),
+    ("port", 0, "TCP port number"),
+    ("port", 65536, "TCP port number"),
+    ("port", "80a", "TCP port number"),
+    ("port", True, "TCP port number"),
+    ("metadata_cache_ttl", -1, "number of seconds"),
+    ("user", "Root User", "system user name"),
+    ("user", "-x", "system user name"),
+    ("service_name", "hf-mirror.service", "without '.service'"),
+    ("service_name", "../../x", "systemd unit name"),
+    ("cache_size_limit", "2TB\"", "size such as"),
+    ("cache_size_limit", "lots", "size such as"),
+    ("cache_dir", "/var/lib/hf\nExecStartPre=/bin/sh -c id", "absolute path without spaces"),
+    ("log_dir", "/var/log/hf mirror", "absolute path without spaces"),
+    ("config_dir", "etc/hf-mirror", "absolute path without spaces"),
+    ("venv", "/opt/hf-mirror/venv\"", "absolute path without spaces"),
+    ("prefix", None, "absolute path without spaces"),
+    ("git_repos_dir", "srv/repos", "or leave it empty"),
+    ("git_repos_dir", "/srv/repos\"]\nx = [\"", "or leave it empty"),
+    ("offline", "yes", "true or false"),
+    ("offline", True, "offline mirror needs local git"),
+])
+def test_each_problem_names_the_variable_and_the_fix(option, value, expect):
+    found = problems_for(**{option: value})
+    assert len(found) == 1, found
+    assert found[0].startswith("hf_mirror_" + option) and expect in found[0]
+    assert "\n" not in found[0]
+
+
+def test_every_problem_is_listed_at_once():
+    found = problems_for(port=0, user="Root", cache_dir="relative", offline=True)
+    assert [p.split(" ")[0].rstrip(":") for p in found] == [
+        "hf_mirror_port", "hf_mirror_user", "hf_mirror_cache_dir", "hf_mirror_offline"]
+
+
+def test_credentials_in_a_url_are_refused_and_never_shown():
+    for option in ("upstream_url", "url"):
+        found = problems_for(**{option: "http://admin:%s@mirror.example:8080" % PASSWORD})
+        assert len(found) == 1 and "holds credentials" in found[0]
+        assert PASSWORD not in found[0]
+
+
+def test_bad_input_to_the_filter():
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        FILTER(["https://huggingface.co"])
+    with pytest.raises(AnsibleFilterError, match="lack log_dir"):
+        FILTER(dict((k, v) for k, v in GOOD.items() if k != "log_dir"))
+
+
+UNSAFE = st.sampled_from(['"', "\\", "\n", "\r", "\x00", "\x1b", "\x7f"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(option=st.sampled_from(M.PATH_OPTIONS + ("listen_host", "git_repos_dir")),
+       head=st.text(max_size=20), bad=UNSAFE, tail=st.text(max_size=20))
+def test_nothing_that_could_end_a_string_or_start_a_line_passes(option, head, bad, tail):
+    value = "/" + head + bad + tail
+    found = problems_for(**{option: value})
+    assert any(p.startswith("hf_mirror_" + option) for p in found)
+    # The message shows the value escaped: it cannot break the play's output either.
+    assert all("\n" not in p and "\r" not in p for p in found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(M.OPTIONS),
+                       st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=40),
+                                 st.lists(st.text(max_size=5), max_size=2)), max_size=6))
+def test_any_input_gives_messages_never_an_exception(changes):
+    found = M.problems(dict(GOOD, **changes))
+    assert all(isinstance(p, str) and p.startswith("hf_mirror_") for p in found)
+    assert len(found) <= len(M.OPTIONS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=1, max_value=65535))
+def test_every_port_number_passes(port):
+    assert problems_for(port=port, url="http://cache-1:%d" % port) == []
