@@ -207,7 +207,8 @@ def seed_host(play_hosts, complete, chosen=""):
 CHECKSUM_CHOICES = ("auto", "always", "never")
 
 
-def _number(value, cast):
+def as_number(value, cast):
+    """value made a number by cast (int or float), accepting its text form too; None when it is not one (a bool is not)."""
     if isinstance(value, bool):
         return None
     try:
@@ -241,7 +242,7 @@ def fetch_problems(settings, play_hosts=None):
     for key, cast, least, what in (("max_workers", int, 1, "1 or more"),
                                    ("keep_revisions", int, 1, "1 or more (the current revision always stays)"),
                                    ("disk_margin_gb", float, 0, "0 or more")):
-        number = _number(settings.get(key), cast)
+        number = as_number(settings.get(key), cast)
         if number is None or math.isnan(number) or number < least:
             problems.append("qwen_model_fetch_%s is %r. Fix: set it to %s." % (key, settings.get(key), what))
     if settings.get("checksum") not in CHECKSUM_CHOICES:

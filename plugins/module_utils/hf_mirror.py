@@ -15,11 +15,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from urllib.parse import urlsplit
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_download import as_number
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
-
-from urllib.parse import urlsplit
 
 # Characters no value written into olah.toml or the unit may hold: quotes and backslashes end or escape a TOML
 # string; a line break or another control character starts a new TOML key or systemd directive.
@@ -36,20 +36,15 @@ OPTIONS = ("upstream_url", "upstream_lfs_netloc", "url", "listen_host", "port", 
 
 
 def _shown(value):
-    text = mask_credentials(value if isinstance(value, str) else repr(value))
-    text = text.encode("unicode_escape").decode("ascii") if isinstance(text, str) else text
+    """A value as a message shows it: credentials masked, control characters escaped, shortened when long."""
+    text = mask_credentials(value if isinstance(value, str) else repr(value)).encode("unicode_escape").decode("ascii")
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _whole_number(value):
-    """value as an int when it is one (a bool is not), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,12}", value.strip(), re.ASCII):
-        return int(value.strip())
-    return None
+def _unsafe(value, spaces_ok=False):
+    """Whether value is not text that olah.toml and the unit can hold (spaces split a path or an address there)."""
+    return not isinstance(value, str) or bool(UNSAFE_RE.search(value)) \
+        or (not spaces_ok and any(c.isspace() for c in value))
 
 
 def _url_problem(option, value, schemes, example):
@@ -98,15 +93,15 @@ def problems(settings):
             "without a scheme or a path, e.g. cdn-lfs.huggingface.co." % _shown(netloc))
 
     host = settings["listen_host"]
-    if not isinstance(host, str) or not host.strip() or UNSAFE_RE.search(host) or any(c.isspace() for c in host):
+    if _unsafe(host) or not host:
         add("hf_mirror_listen_host is '%s': set it to the address olah listens on, e.g. 0.0.0.0 or 127.0.0.1."
             % _shown(host))
 
-    port = _whole_number(settings["port"])
+    port = as_number(settings["port"], int)
     if port is None or not 0 < port < 65536:
         add("hf_mirror_port is %s: set it to a TCP port number (1 to 65535)." % _shown(settings["port"]))
 
-    ttl = _whole_number(settings["metadata_cache_ttl"])
+    ttl = as_number(settings["metadata_cache_ttl"], int)
     if ttl is None or ttl < 0:
         add("hf_mirror_metadata_cache_ttl is %s: set it to a number of seconds (0 or more)."
             % _shown(settings["metadata_cache_ttl"]))
@@ -128,13 +123,12 @@ def problems(settings):
 
     for option in PATH_OPTIONS:
         path = settings[option]
-        if not isinstance(path, str) or not path.startswith("/") or UNSAFE_RE.search(path) \
-                or any(c.isspace() for c in path):
+        if _unsafe(path) or not path.startswith("/"):
             add("hf_mirror_%s is '%s': set it to an absolute path without spaces, quotes, backslashes or line "
                 "breaks (it is written into olah.toml and the systemd unit)." % (option, _shown(path)))
 
     repos = settings["git_repos_dir"]
-    if not isinstance(repos, str) or (repos and (not repos.startswith("/") or UNSAFE_RE.search(repos))):
+    if _unsafe(repos, spaces_ok=True) or (repos and not repos.startswith("/")):
         add("hf_mirror_git_repos_dir is '%s': set it to an absolute path without quotes, backslashes or line "
             "breaks, or leave it empty." % _shown(repos))
 
