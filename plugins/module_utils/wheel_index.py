@@ -191,6 +191,7 @@ def config_problems(index_url, cache_host, hosts, username, password, cache_host
     (its locks are taken with delegate_to), unless cache_host_vars gives the
     connection variables to add it to the job's inventory (an AWX job slice
     holds only its own hosts).
+    password None: not judged (preflight reads no secret; the builder and the cache host check it).
     """
     if index_url is None or index_url == "":
         return []
@@ -206,7 +207,7 @@ def config_problems(index_url, cache_host, hosts, username, password, cache_host
                         "name of the cache host (group llm_cache), or, where a job sees only part of the inventory (AWX "
                         "job slicing), set llm_stack_cache_host_vars to its connection variables (ansible_host, ...)."
                         % (cache_host,))
-    if not username or not password:
+    if not username or (password is not None and not password):
         problems.append("llm_stack_wheel_index_username and llm_stack_wheel_index_password must both be set (the index's "
                         "upload account, fleet_cache_index_username and fleet_cache_index_password of the cache host). "
                         "Fix: set them, the password in a vault.")

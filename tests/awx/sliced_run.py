@@ -38,6 +38,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from collections import Counter
@@ -125,15 +126,35 @@ def git_files():
 
 
 def build_project_template(work, tarball):
-    """The project checkout with the collection installed, made once and copied into each job."""
+    """The project checkout with the collection installed, made once and copied into each job.
+
+    The collection comes from collections/requirements.yml, run in the checkout as AWX's project update runs it
+    (ansible-galaxy collection install -r, in the project's directory, into the project's collections cache): the
+    project installs itself. The tarball (ansible-galaxy collection build) must hold the same files.
+    """
     template = os.path.join(work, "project-template")
     shutil.rmtree(template, ignore_errors=True)
     for path in git_files():
         dest = os.path.join(template, path)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, path), dest, follow_symlinks=False)
-    subprocess.run(["ansible-galaxy", "collection", "install", "--offline", "--force", "-p",
-                    os.path.join(template, "collections"), tarball], check=True, capture_output=True, cwd=work)
+    cache = os.path.join(work, "requirements_collections")
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=cache)
+    subprocess.run(["ansible-galaxy", "collection", "install", "--offline", "-r", "collections/requirements.yml",
+                    "-p", cache], check=True, capture_output=True, cwd=template, env=env)
+    installed = os.path.join(cache, "ansible_collections")
+    with tarfile.open(tarball) as archive:
+        built = sorted(member.name for member in archive.getmembers()
+                       if member.isfile() and member.name not in ("MANIFEST.json", "FILES.json"))
+    collection = os.path.join(installed, "gpufleet", "llm_stack")
+    copied = sorted(os.path.relpath(os.path.join(top, name), collection) for top, dummy, names in os.walk(collection)
+                    for name in names if os.path.relpath(os.path.join(top, name), collection) not in
+                    ("MANIFEST.json", "FILES.json"))
+    if built != copied:
+        raise SystemExit("collections/requirements.yml installs other files than the built collection: %s"
+                         % sorted(set(built) ^ set(copied))[:20])
+    shutil.copytree(installed, os.path.join(template, "collections", "ansible_collections"))
     return template
 
 

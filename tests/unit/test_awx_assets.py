@@ -31,6 +31,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import rollout
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 AWX_DIR = os.path.join(REPO, "awx")
 # Survey question type for each argument spec type.
@@ -139,9 +141,14 @@ def check_question(question, options, playbooks, readers=None):
         # The playbooks' default: `name | default(VALUE)`, the same in each. Compared as text: an
         # AWX text question gives a string, which the playbook keyword (serial) takes as well.
         defaults = set()
-        for path in readers:
+        # rollout.yml only shows the settings, with the default its importer passes in.
+        for path in [p for p in readers if p != "playbooks/rollout.yml"]:
             for value in re.findall(r"\b%s\s*\|\s*default\(([^()]*)\)" % re.escape(name), playbooks[path]):
                 defaults.add(str(yaml.safe_load(value)))
+            # The rollout settings: rollout_setting(hosts, 'name'[, default]), the module's default when none.
+            for value in re.findall(r"rollout_setting\(ansible_play_hosts_all, '%s'(?:, ([^()]*))?\)" % re.escape(name),
+                                    playbooks[path]):
+                defaults.add(str(yaml.safe_load(value)) if value else str(rollout.DEFAULTS[name]))
         if defaults and defaults != {str(question.get("default"))}:
             problems.append("survey variable %s: survey default %r, the playbooks' default(s) %s" % (
                 name, question.get("default"), ", ".join(sorted(defaults))))
@@ -184,6 +191,61 @@ def check_credential_type(credential_type, options):
     return problems
 
 
+def inventory_groups(path=os.path.join(REPO, "inventories", "gpu", "hosts.yml")):
+    """group -> its hosts, of the example inventory the AWX inventory source points at."""
+    groups = {}
+
+    def walk(name, node):
+        node = node or {}
+        groups[name] = sorted(node.get("hosts") or {})
+        for child, sub in (node.get("children") or {}).items():
+            walk(child, sub)
+    walk("all", load_yaml(path)["all"])
+    return groups
+
+
+def check_workflow(workflow, templates, groups):
+    """A workflow's graph: real job templates, links to its own nodes, limits that are inventory groups, the cache
+    host job first, and every host of the inventory in one site job's limit."""
+    problems = []
+    label = "workflow %s" % workflow["name"]
+    by_name = dict((t["name"], t) for t in templates)
+    nodes = workflow.get("nodes") or []
+    ids = [node["identifier"] for node in nodes]
+    if len(set(ids)) != len(ids):
+        problems.append("%s: node identifiers repeat: %s" % (label, ids))
+    children = set()
+    for node in nodes:
+        job = node["unified_job_template"]
+        if job.get("type") != "job_template" or job.get("name") not in by_name:
+            problems.append("%s: node %s runs %r, not a job template of the assets" % (label, node["identifier"],
+                                                                                     job.get("name")))
+        for kind, links in (node.get("related") or {}).items():
+            for link in links:
+                children.add(link["identifier"])
+                if link["identifier"] not in ids:
+                    problems.append("%s: node %s links (%s) to %s, which is no node" % (
+                        label, node["identifier"], kind, link["identifier"]))
+        limit = node.get("limit")
+        if limit is not None and limit not in groups:
+            problems.append("%s: node %s limits to %s, not a group of the inventory" % (label, node["identifier"],
+                                                                                        limit))
+    roots = [node for node in nodes if node["identifier"] not in children]
+    if [node["unified_job_template"]["name"] for node in roots] != ["llm_stack cache host"]:
+        problems.append("%s: the first node must be the cache host job alone, not %s" % (
+            label, [node["identifier"] for node in roots]))
+    site = [node for node in nodes if node["unified_job_template"]["name"] == "llm_stack site"]
+    if len(site) > 1 and not by_name.get("llm_stack site", {}).get("allow_simultaneous"):
+        problems.append("%s: %d site jobs run in parallel, but the site template does not allow simultaneous jobs"
+                        % (label, len(site)))
+    covered = [host for node in site for host in groups.get(node.get("limit"), [])]
+    fleet = sorted(set(host for name, hosts in groups.items() if name not in ("all", "llm_cache") for host in hosts))
+    if sorted(covered) != fleet:
+        problems.append("%s: the site jobs' limits cover %s, the fleet is %s (each host in one limit)" % (
+            label, sorted(covered), fleet))
+    return problems
+
+
 def check_assets(assets, configure, options, playbooks, awx_options):
     problems = []
     questions = assets["llm_stack_awx_questions"]
@@ -204,6 +266,8 @@ def check_assets(assets, configure, options, playbooks, awx_options):
         for question in questions[group]:
             problems.extend(check_question(question, options, playbooks))
     problems.extend(check_credential_type(assets["llm_stack_awx_credential_type"], options))
+    for workflow in assets.get("llm_stack_awx_workflows", []):
+        problems.extend(check_workflow(workflow, assets["llm_stack_awx_job_templates"], inventory_groups()))
     for task, module, used in configure_module_calls(configure):
         unknown = sorted(set(used) - awx_options.get(module, set()))
         if unknown:
@@ -231,10 +295,14 @@ def test_the_assets_refer_to_what_exists(world):
     assert run_checks(world) == []
 
 
-def test_the_five_jobs_have_templates(world):
+def test_the_jobs_have_templates(world):
     playbooks = {t["playbook"] for t in world["assets"]["llm_stack_awx_job_templates"]}
-    assert {"playbooks/preflight.yml", "playbooks/site.yml", "playbooks/model.yml", "playbooks/rebuild.yml",
-            "playbooks/restart_serving.yml"} <= playbooks
+    assert {"playbooks/preflight.yml", "playbooks/cache.yml", "playbooks/site.yml", "playbooks/model.yml",
+            "playbooks/rebuild.yml", "playbooks/restart_serving.yml", "playbooks/vllm.yml", "playbooks/serve.yml",
+            "playbooks/report.yml"} <= playbooks
+    report = _template(world["assets"], "llm_stack report")
+    # report.yml stops unless it runs in check mode
+    assert report["job_type"] == "check"
 
 
 def test_surveys_cover_the_stack_pins_and_the_model(world):
@@ -243,6 +311,13 @@ def test_surveys_cover_the_stack_pins_and_the_model(world):
     pins = {name for name, where in world["options"].items()
             if any(role == "llm_stack" for role, _e, _o in where) and name.endswith("_version")}
     assert pins | {"llm_stack_model", "llm_stack_model_revision", "llm_stack_torch_cuda"} <= variables
+
+
+def test_the_workflow_the_docs_recommend_is_defined(world):
+    names = [w["name"] for w in world["assets"]["llm_stack_awx_workflows"]]
+    assert names == ["llm_stack fleet site"]
+    with open(os.path.join(REPO, "docs", "awx.md"), encoding="utf-8") as handle:
+        assert "llm_stack fleet site" in handle.read()
 
 
 def test_the_credential_type_injects_the_token_and_the_api_key(world):
@@ -295,6 +370,22 @@ def break_playbook_default(assets, _configure):
     _question(assets, "llm_stack_serial")["default"] = "25%"
 
 
+def break_workflow_template(assets, _configure):
+    assets["llm_stack_awx_workflows"][0]["nodes"][1]["unified_job_template"]["name"] = "llm_stack sight"
+
+
+def break_workflow_limit(assets, _configure):
+    assets["llm_stack_awx_workflows"][0]["nodes"][2]["limit"] = "l4"
+
+
+def break_workflow_coverage(assets, _configure):
+    nodes = assets["llm_stack_awx_workflows"][0]["nodes"]
+    nodes[:] = [node for node in nodes if node.get("limit") != "h200"]
+    for node in nodes:
+        links = (node.get("related") or {}).get("success_nodes") or []
+        links[:] = [link for link in links if link["identifier"] != "site h200"]
+
+
 def break_module_option(_assets, configure):
     task = [t for t in configure[0]["tasks"] if "awx.awx.job_template" in t][0]
     task["awx.awx.job_template"]["slices"] = 3
@@ -311,6 +402,9 @@ def break_module_option(_assets, configure):
     (break_injector_env, "injects env: the secrets go in extra_vars only"),
     (break_playbook_default, "survey variable llm_stack_serial: survey default '25%', the playbooks' default(s) 100%"),
     (break_module_option, "awx.awx.job_template has no option(s) ['slices']"),
+    (break_workflow_template, "runs 'llm_stack sight', not a job template of the assets"),
+    (break_workflow_limit, "limits to l4, not a group of the inventory"),
+    (break_workflow_coverage, "the fleet is"),
 ])
 def test_a_broken_copy_fails(world, breaker, expected):
     assets = copy.deepcopy(world["assets"])

@@ -121,6 +121,10 @@ def test_config_problems():
     problems = W.config_problems("http://cache-1:8080", "", hosts, "fleet", "")
     assert len(problems) == 2 and "llm_stack_cache_host" in problems[0] and "password" in problems[1]
     assert "not a host" in W.config_problems("http://cache-1:8080", "cache-9", hosts, "u", "p")[0]
+    # preflight reads no secret: a password of None is not judged, an empty one is refused
+    assert W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", None) == []
+    assert "llm_stack_wheel_index_password" in W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", "")[0]
+    assert "llm_stack_wheel_index_username" in W.config_problems("http://cache-1:8080", "cache-1", hosts, "", None)[0]
     assert "llm_stack_wheel_index_url" in W.config_problems("cache-1", "cache-1", hosts, "u", "p")[0]
 
 
