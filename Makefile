@@ -1,8 +1,11 @@
 # gpufleet.llm_stack: build, lint and test entry points.
 #
 #   make test        everything CI runs (.ci/run calls exactly this)
-#   make site        run playbooks/site.yml on the bundled local test fleet
+#   make site        run site.yml on the bundled local test fleet
 #   make site-down   remove the test fleet's containers
+#   make setup       the venv, the Docker engine, the test images and the
+#                    collection link, for `molecule test` and ansible-playbook
+#                    from the repository root (make site and make test run it)
 #   make docs        regenerate the role READMEs' variable tables from the
 #                    argument specs (make lint fails when one has drifted)
 #
@@ -33,19 +36,21 @@ ifeq ($(MAKELEVEL),0)
 $(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv; mkdir -p build/ci; date +%s >build/ci/started)
 endif
 
-.PHONY: help test venv engine images collection lint changelog-lint sanity unit build \
+.PHONY: help test setup venv engine images collection lint changelog-lint sanity unit build \
 	fixtures molecule awx core-latest site site-down docs bench clean
 
 help:
-	@sed -n '2,18p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,23p' Makefile | sed 's/^# \{0,1\}//'
 
 # Two at a time: the fixtures (mostly downloads) beside the checks, then the
 # scenarios and the AWX test, longest first. Each step's log is printed
 # whole when it ends (build/ci/logs/).
 test: venv engine images collection changelog-lint
 	@$(CI)/pool.sh fixtures core-latest lint sanity unit build
-	@$(CI)/pool.sh molecule/vllm molecule awx
+	@$(CI)/pool.sh molecule/default molecule/vllm molecule awx
 	@$(CI)/summary.sh
+
+setup: venv engine images collection
 
 venv:
 	@$(STEP) venv $(CI)/venv.sh

@@ -16,13 +16,15 @@ description:
     C(playbooks/site.yml) set, else the play's name; the batches of a C(serial) play add up), and prints a table
     of seconds and shares with the total at the end of the run.
   - With O(output), also writes the timings as JSON there (the fleet report itself holds no timings, so that
-    two runs' reports can be diffed).
+    two runs' reports can be diffed), with the batches each phase ran in (the hosts of each batch of a C(serial)
+    play, in order), which shows what C(llm_stack_serial) made of the fleet.
   - Enable it with C(ANSIBLE_CALLBACKS_ENABLED=gpufleet.llm_stack.phase_times) or C(callbacks_enabled) in
     C(ansible.cfg).
 options:
   output:
-    description: A file on the controller for the timings as JSON (C(phases), a list of C(phase) and C(seconds),
-      and C(total)); not written when empty.
+    description: A file on the controller for the timings as JSON (C(phases), a list of C(phase), C(seconds) and
+      C(batches), the host names that reported a task result in each batch of the phase's plays, and C(total));
+      not written when empty.
     type: path
     default: ""
     env:
@@ -51,6 +53,7 @@ class CallbackModule(CallbackBase):
         self._seconds = {}
         self._current = None
         self._started = None
+        self._batches = {}
 
     def _close(self):
         if self._current is not None:
@@ -71,6 +74,27 @@ class CallbackModule(CallbackBase):
             self._seconds[name] = 0.0
         self._current = name
         self._started = time.time()
+        self._batches.setdefault(name, []).append([])
+
+    def _host(self, result):
+        if self._current is None:
+            return
+        batch = self._batches[self._current][-1]
+        host = result._host.get_name()
+        if host not in batch:
+            batch.append(host)
+
+    def v2_runner_on_ok(self, result):
+        self._host(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._host(result)
+
+    def v2_runner_on_skipped(self, result):
+        self._host(result)
+
+    def v2_runner_on_unreachable(self, result):
+        self._host(result)
 
     def v2_playbook_on_stats(self, stats):
         self._close()
@@ -81,7 +105,8 @@ class CallbackModule(CallbackBase):
         self._display.display(phase_table(rows))
         output = self.get_option("output")
         if output:
-            data = {"phases": [{"phase": n, "seconds": round(s, 1)} for n, s in rows],
+            data = {"phases": [{"phase": n, "seconds": round(s, 1), "batches": self._batches.get(n, [])}
+                               for n, s in rows],
                     "total": round(sum(row[1] for row in rows), 1)}
             with open(output, "w") as f:
                 f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")

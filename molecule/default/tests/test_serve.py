@@ -1,0 +1,1 @@
+../../vllm/tests/test_serve.py
