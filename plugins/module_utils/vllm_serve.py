@@ -473,7 +473,7 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "tensor_parallel_size": tp, "tensor_parallel_reason": tp_reason, "gpu_count": gpus,
         "heads": heads, "kv_heads": kv, "pipeline_parallel_size": pp,
         "preset": serving["preset"], "preset_reason": serving["preset_reason"], "preset_args": serving["preset_args"],
-        "memory": serving["memory"],
+        "memory": serving["memory"], "extra_args": extra,
         "argv": argv, "exec_start": " ".join(systemd_quote(arg) for arg in argv),
         "exec_shell": " ".join(shell_quote(arg) for arg in argv),
         "env": env, "env_names": env_names, "files": files, "base_url": base_url,
