@@ -285,6 +285,14 @@ def test_memory_fit_from_the_gpu_facts():
     assert V.host_gpu_memory({}) == []
 
 
+def test_no_memory_check_on_cpu_only_test_hosts():
+    devices = [{"index": 0, "memory_total_mib": 24564}]
+    found = plan(facts={"gpu_count": 1, "gpu_devices": devices}, model="Qwen/Qwen3.5-397B-A17B",
+                 cpu_only_test_host=True)
+    assert found["ok"] and found["memory"] is None
+    assert not any("memory" in w for w in found["warnings"])
+
+
 def test_preflight_reads_no_secret():
     assert not any("vllm_serve_api_key" in e for e in plan(key=None)["errors"])
 
