@@ -31,8 +31,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-
-
 SOURCES = {
     "recipes": {
         "url": "https://github.com/vllm-project/recipes/tree/45f3c8c0fce4d1b43ae328e454c8414410605c70/models/Qwen",
@@ -295,5 +293,3 @@ def family_models(family):
     """The table's model ids of a family, largest first."""
     found = [(model_facts(model)["params"] or 0, model) for model, row in MODELS.items() if row["family"] == family]
     return [model for dummy, model in sorted(found, reverse=True)]
-
-

@@ -42,7 +42,8 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.serve_fit import OWN_FLAGS, tp_valid  # noqa: F401
+# Re-exported: the role's own flags and vLLM's tensor parallel rule live in serve_fit.
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.serve_fit import OWN_FLAGS, tp_valid  # noqa: F401 pylint: disable=unused-import
 
 MODES = ("auto", "systemd", "supervisord")
 BENCH_WHEN = ("changed", "always", "never")
