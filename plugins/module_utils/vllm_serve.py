@@ -474,7 +474,7 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "tensor_parallel_size": tp, "tensor_parallel_reason": tp_reason, "gpu_count": gpus,
         "heads": heads, "kv_heads": kv, "pipeline_parallel_size": pp,
         "preset": serving["preset"], "preset_reason": serving["preset_reason"], "preset_args": serving["preset_args"],
-        "memory": serving["memory"], "extra_args": extra,
+        "memory": serving["memory"], "extra_args": extra, "gpu_memory_mib": host_gpu_memory(facts),
         "argv": argv, "exec_start": " ".join(systemd_quote(arg) for arg in argv),
         "exec_shell": " ".join(shell_quote(arg) for arg in argv),
         "env": env, "env_names": env_names, "files": files, "base_url": base_url,
