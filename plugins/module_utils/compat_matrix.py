@@ -74,6 +74,28 @@ SOURCES = {
         "note": "model ids; Qwen3.5 support from vLLM 0.17.0 (release notes) and transformers 5.2.0"
                 " (model_type qwen3_5; 5.0 fails with KeyError: 'qwen3_5')",
     },
+    "vllm-serve-parallel": {
+        "url": "https://github.com/vllm-project/vllm/blob/v0.19.1/vllm/config/parallel.py",
+        "note": "world_size is tensor x pipeline parallel size, one GPU per worker; vllm/config/model.py"
+                " (verify_with_parallel_config): the attention heads are divisible by the tensor parallel size",
+    },
+    "vllm-serve-max-len": {
+        "url": "https://github.com/vllm-project/vllm/blob/v0.19.1/vllm/config/model.py",
+        "note": "_get_and_verify_max_len: a max_model_len above the derived limit (max_position_embeddings times"
+                " the RoPE scaling factor) raises ValueError unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+    },
+    "vllm-serve-memory": {
+        "url": "https://github.com/vllm-project/vllm/blob/v0.19.1/vllm/v1/core/kv_cache_utils.py",
+        "note": "\"To serve at least one request with the models's max seq len (...) KV cache is needed, which is"
+                " larger than the available KV cache memory\": the KV cache of one sequence of max_model_len tokens"
+                " must fit in gpu_memory_utilization of each GPU after the weights; the estimate is"
+                " plugins/module_utils/serve_fit.py's",
+    },
+    "vllm-recipes": {
+        "url": "https://github.com/vllm-project/recipes/tree/45f3c8c0fce4d1b43ae328e454c8414410605c70/models/Qwen",
+        "note": "the flags of vLLM's recipes per model (reasoning and tool-call parsers, --language-model-only), and"
+                " the model facts of plugins/module_utils/models.py with their sources",
+    },
 }
 
 # Every rule the gate applies. part: the part of stack_compat that owns it
@@ -220,6 +242,30 @@ RULES = (
      "text": "The release wheel (method wheel) pins the torch the venv has: it would replace torch otherwise."},
     {"id": "vllm-wheel-cuda-unknown", "part": "vllm", "severity": "warning", "source": "vllm-wheel-cuda",
      "text": "The CUDA of the release wheel is known (the matrix's wheel_cuda), so the driver can be checked."},
+    # part serve: the vllm_serve role's checks that need no fetched weights (plugins/module_utils/serve_fit.py).
+    {"id": "serve-input", "part": "serve", "severity": "error", "source": "roles",
+     "text": "The serving sizes are whole numbers or fractions in range (tensor and pipeline parallel size,"
+             " max_model_len, gpu_memory_utilization) and vllm_serve_extra_args is a list of strings."},
+    {"id": "serve-parallel-gpus", "part": "serve", "severity": "error", "source": "vllm-serve-parallel",
+     "text": "Tensor parallel size times pipeline parallel size is at most the host's GPU count."},
+    {"id": "serve-tp-heads", "part": "serve", "severity": "error", "source": "vllm-serve-parallel",
+     "text": "vLLM accepts the tensor parallel size for the model's attention and KV heads."},
+    {"id": "serve-max-len", "part": "serve", "severity": "error", "source": "vllm-serve-max-len",
+     "text": "vllm_serve_max_model_len is at most the model's own limit (max_position_embeddings, times a RoPE"
+             " scaling factor the model's config sets)."},
+    {"id": "serve-max-len-override", "part": "serve", "severity": "warning", "source": "vllm-serve-max-len",
+     "text": "A max_model_len above the model's limit that the inventory allows itself (--hf-overrides with RoPE"
+             " scaling, or VLLM_ALLOW_LONG_MAX_MODEL_LEN)."},
+    {"id": "serve-memory", "part": "serve", "severity": "error", "source": "vllm-serve-memory",
+     "text": "The weights at the served dtype and the KV cache of one sequence of max_model_len tokens fit the memory"
+             " of the tensor x pipeline parallel GPUs times gpu_memory_utilization, less a margin per GPU."},
+    {"id": "serve-own-flags", "part": "serve", "severity": "error", "source": "roles",
+     "text": "vllm_serve_extra_args does not set a flag the role sets from its own variables."},
+    {"id": "serve-preset", "part": "serve", "severity": "error", "source": "vllm-recipes",
+     "text": "vllm_serve_preset is auto, none or a preset of plugins/module_utils/serve_fit.py."},
+    {"id": "serve-not-checked", "part": "serve", "severity": "warning", "source": "vllm-recipes",
+     "text": "A check that needs a value of the model that neither the model table nor a fetched config.json gives"
+             " is named as not checked."},
 )
 
 # cuda-driver-minimum: minimum Linux driver per CUDA major version (minor

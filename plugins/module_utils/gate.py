@@ -9,7 +9,9 @@
 - ``host``: what preflight checks on the host itself (GPUs, arch list
   override, free space, pins given as YAML numbers);
 - ``cuda_toolkit``, ``torch``, ``flash_attn``: the inputs of each installing
-  role, with exactly the checks the role would stop on.
+  role, with exactly the checks the role would stop on;
+- ``serve``: the vllm_serve role's checks that need no fetched weights
+  (module_utils/serve_fit.py, which the role's plan runs too).
 
 Preflight runs every part, each role runs its own, with the same inputs,
 so preflight passes exactly where no role's own validation refuses. Each
@@ -31,6 +33,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_m
 # so what it imports there is compiled once per run, not in each worker (each host and task) that runs a gate.
 # gate_suggest imports this module inside its functions.
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate_suggest
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import (
     PINS,
     Report,
@@ -50,7 +53,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError
 
-PARTS = ("matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm")
+PARTS = ("matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm", "serve")
 
 # ASCII only, matched in full.
 _CUDA_XYZ_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
@@ -579,6 +582,29 @@ def part_vllm(p, params, report):
                          % (method, vllm, what, driver, msg.split(" [rule")[0], _src(rule, **src)))
 
 
+# --- part serve ------------------------------------------------------------
+
+# The options of part serve -> the vllm_serve inputs serve_fit.check reads (vllm_serve.SERVE_KEYS).
+SERVE_OPTIONS = (("serve_tensor_parallel_size", "tensor_parallel_size"),
+                 ("serve_pipeline_parallel_size", "pipeline_parallel_size"), ("serve_max_model_len", "max_model_len"),
+                 ("serve_gpu_memory_utilization", "gpu_memory_utilization"), ("serve_extra_args", "extra_args"),
+                 ("serve_env", "env"), ("serve_preset", "preset"))
+
+
+def part_serve(p, params, report):
+    """The vllm_serve role's checks that need no weights: the same serve_fit.check its plan runs."""
+    inputs = dict((key, params.get(option)) for option, key in SERVE_OPTIONS)
+    inputs["model"] = _text(params.get("serve_model")) or p["model"] or ""
+    inputs["cpu_only_test_host"] = bool(params.get("cpu_only_test_host"))
+    gpu_count = params.get("gpu_count")
+    gpu_count = len(p["gpus"]) if gpu_count is None else int(gpu_count)
+    size = params.get("serve_model_size")
+    result = serve_fit.check(inputs, gpu_count, params.get("gpu_memory_mib") or [],
+                             config=params.get("serve_model_config") or None, model_size=size or None)
+    for rule, dummy, variables, message in result["problems"]:
+        report.add(rule, message, variables=variables)
+
+
 # --- the gate ----------------------------------------------------------------
 
 def part_matrix(p, params, report):
@@ -593,6 +619,7 @@ PART_FUNCTIONS = {
     "torch": part_torch,
     "flash_attn": part_flash_attn,
     "vllm": part_vllm,
+    "serve": part_serve,
 }
 
 

@@ -109,6 +109,9 @@ UNFIXABLE = frozenset((
     "host-gpu-error", "host-no-gpu", "host-arch-list-empty", "host-arch-list-invalid", "host-arch-list-gpus",
     "host-free-space", "cuda-runfile-source", "cuda-runfile-checksum-format", "torch-extra-packages",
     "flash-attn-options", "flash-attn-arch-list", "flash-attn-requirements", "role-check",
+    # part serve: the serving settings, which no pin changes
+    "serve-input", "serve-parallel-gpus", "serve-tp-heads", "serve-max-len", "serve-memory", "serve-own-flags",
+    "serve-preset",
 ))
 
 

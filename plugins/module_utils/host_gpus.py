@@ -29,17 +29,25 @@ def gpus_known(facts):
 
 
 def host_gpus(facts):
-    """{count, compute_caps, driver_version} of the host; driver_version is None when unknown."""
+    """{count, compute_caps, driver_version, memory_mib} of the host; driver_version is None when unknown.
+
+    memory_mib: memory.total of each GPU (the contract's gpu.memory_mib, else gpu_devices' memory_total_mib).
+    """
     facts = _dict(facts)
     host = facts.get("llm_stack_host")
     if isinstance(host, dict):
         gpu = _dict(host.get("gpu"))
         count, caps, driver = gpu.get("count"), gpu.get("compute_caps"), gpu.get("driver_version")
+        memory = gpu.get("memory_mib")
     else:
         count, caps, driver = facts.get("gpu_count"), facts.get("gpu_compute_caps"), facts.get("gpu_driver_version")
+        memory = [_dict(device).get("memory_total_mib") for device in facts.get("gpu_devices") or []
+                  if isinstance(device, dict)]
     try:
         count = int(count or 0)
     except (TypeError, ValueError):
         count = 0
     caps = [_text(cap) for cap in caps if _text(cap)] if isinstance(caps, (list, tuple)) else []
-    return {"count": count, "compute_caps": caps, "driver_version": _text(driver) or None}
+    memory = [int(m) for m in memory if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0] \
+        if isinstance(memory, (list, tuple)) else []
+    return {"count": count, "compute_caps": caps, "driver_version": _text(driver) or None, "memory_mib": memory}

@@ -10,8 +10,11 @@ on the result:
 
 - the service manager (``auto``: systemd when PID 1 is systemd, else
   supervisord);
-- ``--tensor-parallel-size`` (``auto``: the host's GPU count reduced to the
-  largest size vLLM accepts for the model's heads, with the reason);
+- ``--tensor-parallel-size`` and ``--pipeline-parallel-size``, the model's
+  limits and the memory fit (``serve_fit.check``, the same checks as the
+  gate's part ``serve``; ``auto``: the host's GPU count reduced to the
+  largest size vLLM accepts for the model's heads, with the reason), and the
+  flags preset of vLLM's recipes for the model's family;
 - the argv of ``vllm serve`` (never a secret: the API key reaches vLLM as
   ``VLLM_API_KEY`` from the 0600 environment file), its systemd and shell
   spellings, and the environment file's text (``env_file_text``, the only
@@ -37,6 +40,10 @@ import math
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
+# Re-exported: the role's own flags and vLLM's tensor parallel rule live in serve_fit.
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.serve_fit import OWN_FLAGS, tp_valid  # noqa: F401 pylint: disable=unused-import
 
 MODES = ("auto", "systemd", "supervisord")
 BENCH_WHEN = ("changed", "always", "never")
@@ -45,8 +52,8 @@ BENCH_WHEN = ("changed", "always", "never")
 # unless said otherwise); any other key is a bug of the role.
 INPUTS = (
     "model", "served_model_name", "service_name", "models_dir", "model_dir", "venv", "command", "mode",
-    "host", "port", "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "enforce_eager",
-    "extra_args", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
+    "host", "port", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
+    "enforce_eager", "extra_args", "preset", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
     "restart_sec", "start_limit_burst", "start_limit_interval", "supervisor_venv", "supervisor_version",
     "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
@@ -78,10 +85,6 @@ BENCH_KEYS = {
     "duration_s": "duration",
 }
 
-# Flags the role sets itself from its own variables; in extra_args they
-# would contradict them (or, for --api-key, put the secret on argv).
-OWN_FLAGS = ("--api-key", "--host", "--port", "--served-model-name", "--tensor-parallel-size", "-tp",
-             "--gpu-memory-utilization", "--max-model-len", "--model")
 SECRET_ENV = ("VLLM_API_KEY", "HF_TOKEN")
 # Environment the role writes itself (the user's vllm_serve_env may not set them).
 ROLE_ENV = ("VLLM_API_KEY", "HF_TOKEN", "HF_HUB_OFFLINE", "HOME")
@@ -102,8 +105,7 @@ class VllmServeError(TypeError):
 
 # --- small readers ----------------------------------------------------------
 
-def _text(value):
-    return "" if value is None else str(value).strip()
+_text = serve_fit.text
 
 
 def _dict(value):
@@ -119,38 +121,11 @@ def _bool(value, default=False):
         return default
 
 
-def _int(value, variable, errors, fix, low=0, high=None):
-    text = "" if isinstance(value, bool) else _text(value)
-    if re.fullmatch(r"-?[0-9]{1,9}", text or "x"):
-        number = int(text)
-        if number >= low and (high is None or number <= high):
-            return number
-    errors.append("%s=%s is not a whole number%s. Fix: %s"
-                  % (variable, value, _range(low, high), fix))
-    return None
+_int = serve_fit.whole
+_number = serve_fit.number
 
 
-def _range(low, high):
-    if high is None:
-        return " of %d or more" % low
-    return " from %d to %d" % (low, high)
-
-
-def _number(value, variable, errors, fix, low=None, high=None, low_open=False):
-    text = "" if isinstance(value, bool) else _text(value)
-    try:
-        number = float(text)
-    except ValueError:
-        number = None
-    if number is not None and math.isfinite(number):
-        if (low is None or (number > low if low_open else number >= low)) and (high is None or number <= high):
-            return number
-    errors.append("%s=%s is not a number in range. Fix: %s" % (variable, value, fix))
-    return None
-
-
-def _has_bad_chars(text):
-    return any(char in text for char in _BAD_CHARS)
+_has_bad_chars = serve_fit.has_bad_chars
 
 
 def slug(text):
@@ -177,6 +152,11 @@ def host_gpu_count(facts):
         return 0
 
 
+def host_gpu_memory(facts):
+    """memory.total in MiB of each GPU (host_gpus: preflight's contract, else gpu_facts' gpu_devices); []."""
+    return host_gpus(facts)["memory_mib"]
+
+
 def heads_of(config):
     """(attention heads, KV heads) of a model's config.json, or (None, None).
 
@@ -193,55 +173,6 @@ def heads_of(config):
                 kv = heads
             return heads, kv
     return None, None
-
-
-def tp_valid(size, heads, kv):
-    """vLLM's own rule for a tensor parallel size, or the reason it is refused ('' when valid).
-
-    vllm/config/model.py (verify_with_parallel_config): the attention heads
-    must be divisible by the size. vllm/model_executor/layers/linear.py
-    (QKVParallelLinear): with size >= KV heads each KV head is replicated
-    (size % kv == 0), else the KV heads are split (kv % size == 0).
-    """
-    if heads % size:
-        return "%d attention heads are not divisible by %d" % (heads, size)
-    if size >= kv and size % kv:
-        return "%d is not a multiple of the %d KV heads" % (size, kv)
-    if size < kv and kv % size:
-        return "the %d KV heads are not divisible by %d" % (kv, size)
-    return ""
-
-
-def tensor_parallel(value, gpu_count, heads, kv, cpu_only_test_host, errors):
-    """(size, reason) of --tensor-parallel-size; ``auto`` reduces the GPU count to what vLLM accepts."""
-    variable = "vllm_serve_tensor_parallel_size"
-    gpus = gpu_count if gpu_count > 0 else 1
-    if _text(value) in ("", "auto"):
-        if heads is None:
-            return gpus, ("%d: the host's GPU count (the model's config.json gives no num_attention_heads to check"
-                          " it against)" % gpus)
-        for size in range(gpus, 0, -1):
-            if not tp_valid(size, heads, kv):
-                if size == gpus:
-                    why = "the host's GPU count" if gpu_count > 0 else "no GPU on this host"
-                    return size, "%d: %s; the model's %d attention heads and %d KV heads allow it" % (
-                        size, why, heads, kv)
-                return size, ("%d: the host has %d GPUs, but vLLM refuses %s (%s); %d is the largest size that"
-                              " divides the model's %d attention heads and suits its %d KV heads"
-                              % (size, gpus, gpus, tp_valid(gpus, heads, kv), size, heads, kv))
-        return 1, "1"  # pragma: no cover - size 1 is always valid
-    size = _int(value, variable, errors, "set it to auto or a GPU count such as 2", low=1, high=1024)
-    if size is None:
-        return None, ""
-    if gpu_count and size > gpu_count:
-        errors.append("%s=%d but the host has %d GPU(s). Fix: set it to auto or at most %d"
-                      % (variable, size, gpu_count, gpu_count))
-    elif not gpu_count and size > 1 and not cpu_only_test_host:
-        errors.append("%s=%d but the host has no GPU. Fix: set it to auto" % (variable, size))
-    if heads is not None and tp_valid(size, heads, kv):
-        errors.append("%s=%d: vLLM refuses it for this model: %s. Fix: set it to auto, which picks the largest"
-                      " size vLLM accepts" % (variable, size, tp_valid(size, heads, kv)))
-    return size, "%d: set by %s" % (size, variable)
 
 
 # --- command lines -------------------------------------------------------------
@@ -268,32 +199,7 @@ def env_quote(value):
 
 # --- the plan ----------------------------------------------------------------------
 
-def _list_of_str(value, variable, errors, fix):
-    if value is None or value == "":
-        return []
-    if not isinstance(value, (list, tuple)):
-        errors.append("%s must be a list of strings, got %s. Fix: %s" % (variable, type(value).__name__, fix))
-        return []
-    found = []
-    for item in value:
-        if isinstance(item, (dict, list, tuple)) or item is None:
-            errors.append("%s has %r, not a string. Fix: %s" % (variable, item, fix))
-            continue
-        text = str(item)
-        if _has_bad_chars(text):
-            errors.append("%s has an item with a newline or NUL byte. Fix: %s" % (variable, fix))
-            continue
-        found.append(text)
-    return found
-
-
-def _check_extra_args(args, errors):
-    for arg in args:
-        flag = arg.split("=", 1)[0]
-        if flag in OWN_FLAGS:
-            errors.append("vllm_serve_extra_args has %s, which the role sets itself%s. Fix: remove it and set %s"
-                          % (flag, " (a secret on argv would show in ps and systemctl show)" if flag == "--api-key"
-                             else "", "vllm_serve_api_key" if flag == "--api-key" else "the vllm_serve_* variable"))
+_list_of_str = serve_fit.list_of_str
 
 
 def _check_env(env, errors):
@@ -353,11 +259,23 @@ def model_dir_of(models_dir, model):
     return "%s/%s/current" % (_text(models_dir).rstrip("/"), _text(model))
 
 
+SERVE_KEYS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
+              "extra_args", "env", "preset", "cpu_only_test_host")
+
+
+def serve_inputs(inputs):
+    """The role's inputs that the serving checks read (serve_fit.check; the gate's part serve gets the same)."""
+    return dict((key, _dict(inputs).get(key)) for key in SERVE_KEYS)
+
+
 def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     """The role's variables, the host's facts and vllm_serve_info's result in; the plan out.
 
     The secrets are only checked (present, writable to the environment
-    file); nothing of them is in the plan.
+    file); nothing of them is in the plan. ``api_key`` None (preflight, which
+    reads no secret) leaves the key unchecked. The serving checks are
+    ``serve_fit.check``'s, the gate's part serve: errors go to ``errors``,
+    the checks that could not be made to ``warnings``.
     """
     if not isinstance(inputs, dict):
         raise VllmServeError("the inputs must be a dict, got %s" % type(inputs).__name__)
@@ -435,22 +353,26 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         errors.append("vllm_serve_host=%s is not an address. Fix: set it to 0.0.0.0, 127.0.0.1 or a host address"
                       % bind)
     port = _int(get("port"), "vllm_serve_port", errors, "set it to a free TCP port such as 8000", low=1, high=65535)
-    gmu = _number(get("gpu_memory_utilization"), "vllm_serve_gpu_memory_utilization", errors,
-                  "set it to a fraction above 0 and at most 1, such as 0.9", low=0, high=1, low_open=True)
-    max_len = _int(get("max_model_len"), "vllm_serve_max_model_len", errors,
-                   "set it to 0 (the model's own) or a token count such as 8192")
-    extra = _list_of_str(get("extra_args"), "vllm_serve_extra_args", errors, "list one argument per item")
-    _check_extra_args(extra, errors)
     env_user = _check_env(get("env"), errors)
     errors.extend(secret_problems(api_key, hf_token))
-    if not _text(api_key):
+    if api_key is not None and not _text(api_key):
         errors.append("vllm_serve_api_key is empty on %s: the server would answer anyone. Fix: set vllm_serve_api_key"
                       " (from a vault) for this host or group" % hostname)
 
+    # The serving checks of the gate's part serve (module_utils/serve_fit.py), on the same inputs.
     config = _dict(_dict(info.get("model")).get("config"))
     heads, kv = heads_of(config)
     gpus = host_gpu_count(facts)
-    tp, tp_reason = tensor_parallel(get("tensor_parallel_size"), gpus, heads, kv, test_host, errors)
+    size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
+    serving = serve_fit.check(serve_inputs(inputs), gpus, host_gpu_memory(facts), config=config or None,
+                              model_size=size if isinstance(size, int) and not isinstance(size, bool) else None)
+    warnings = []
+    for dummy, severity, dummy_variables, message in serving["problems"]:
+        (errors if severity == "error" else warnings).append(message)
+    tp, tp_reason, pp = serving["tp"], serving["tp_reason"], serving["pp"]
+    gmu, max_len, extra = serving["gpu_memory_utilization"], serving["max_model_len"], serving["extra_args"]
+    if heads is None:
+        heads, kv = serving["facts"].get("num_attention_heads"), serving["facts"].get("num_key_value_heads")
 
     restart_sec = _int(get("restart_sec"), "vllm_serve_restart_sec", errors, "set it to seconds such as 10", low=1)
     burst = _int(get("start_limit_burst"), "vllm_serve_start_limit_burst", errors, "set it such as 5", low=1)
@@ -465,7 +387,6 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     health_tokens = _int(get("health_tokens"), "vllm_serve_health_tokens", errors, "set it such as 4", low=1, high=64)
     health_timeout = _int(get("health_timeout"), "vllm_serve_health_timeout", errors,
                           "set it to 0 (sized to the model) or seconds such as 900")
-    size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
     if health_timeout == 0:
         # vLLM's start: imports and engine (~1-2 min), weights (~1 min per
         # 4 GiB from a local disk), profiling and CUDA graphs (1-3 min).
@@ -496,13 +417,15 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     argv = list(command) + ["--model", model_dir, "--served-model-name", served, "--host", bind, "--port", str(port)]
     if tp is not None:
         argv += ["--tensor-parallel-size", str(tp)]
+    if pp is not None and pp > 1:
+        argv += ["--pipeline-parallel-size", str(pp)]
     if gmu is not None and gpus > 0:
         argv += ["--gpu-memory-utilization", "%g" % gmu]
     if max_len:
         argv += ["--max-model-len", str(max_len)]
     if _bool(get("enforce_eager")):
         argv.append("--enforce-eager")
-    argv += extra
+    argv += serving["preset_args"] + extra
 
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": cache_dir,
            "XDG_CACHE_HOME": "%s/xdg" % cache_dir, "VLLM_CACHE_ROOT": "%s/vllm" % cache_dir,
@@ -545,11 +468,13 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "--disable-tqdm"]
 
     result = {
-        "ok": not errors, "errors": errors, "mode": mode, "mode_reason": mode_reason, "service": service,
+        "ok": not errors, "errors": errors, "warnings": warnings, "mode": mode, "mode_reason": mode_reason, "service": service,
         "served_model_name": served, "model": model, "model_dir": model_dir, "venv": venv, "command": command,
         "user": user, "group": group, "config_dir": config_dir, "cache_dir": cache_dir, "log_dir": log_dir,
         "tensor_parallel_size": tp, "tensor_parallel_reason": tp_reason, "gpu_count": gpus,
-        "heads": heads, "kv_heads": kv,
+        "heads": heads, "kv_heads": kv, "pipeline_parallel_size": pp,
+        "preset": serving["preset"], "preset_reason": serving["preset_reason"], "preset_args": serving["preset_args"],
+        "memory": serving["memory"], "extra_args": extra, "gpu_memory_mib": host_gpu_memory(facts),
         "argv": argv, "exec_start": " ".join(systemd_quote(arg) for arg in argv),
         "exec_shell": " ".join(shell_quote(arg) for arg in argv),
         "env": env, "env_names": env_names, "files": files, "base_url": base_url,

