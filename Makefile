@@ -13,7 +13,8 @@
 # runs venv engine images collection changelog in order, then the rest two
 # at a time (tests/ci/pool.sh, CI_JOBS=2), and prints how long each took:
 #   fixtures core-latest lint sanity unit build, then each molecule scenario
-#   and awx. fixtures builds the controller-side test fixtures once.
+#   and awx. fixtures builds the controller-side test fixtures, side by
+#   side, from an empty .cache/ in CI (tests/ci/fixtures.sh, as make site).
 # awx runs the site job through ansible-runner as concurrent AWX job slices.
 # core-latest runs lint, sanity, unit and the preflight scenario on the
 # current ansible-core (2.21, Python 3.12) in .venv-core-latest; make test
@@ -40,7 +41,7 @@ endif
 	fixtures molecule awx core-latest site site-down docs bench clean
 
 help:
-	@sed -n '2,23p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,/^$$/p' Makefile | sed -e '/^$$/d' -e 's/^# \{0,1\}//'
 
 # Two at a time: the fixtures (mostly downloads) beside the checks, then the
 # scenarios and the AWX test, longest first. Each step's log is printed

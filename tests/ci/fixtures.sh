@@ -1,22 +1,56 @@
 #!/usr/bin/env bash
-# make fixtures: the controller-side fixtures that several scenarios and the
-# AWX test share, built once, one after the other, before they run side by
-# side (pool.sh): each builder keeps its result under .cache/ with a stamp of
-# its inputs and returns at once when it is up to date, so the scenarios'
-# own calls are then no-ops and never build the same directory twice at
-# the same time. TEST ONLY: stand-ins for what an air-gapped fleet brings
-# (NVIDIA's runfile, a wheelhouse, vLLM's mirror, a hub).
-#   .cache/cuda-runfile       tests/runfile/build.sh (cuda_toolkit, awx)
-#   .cache/wheelhouse         tests/wheelhouse/build (torch_flash_attn,
-#                             fleet_cache, vllm, awx)
-#   .cache/qwen_model_fetch   tests/model/testbed.sh with the wheelhouse of
-#                             qwen_model_fetch's scenario (qwen_model_fetch, vllm)
-#   .cache/vllm               tests/vllm/build (vllm)
-#   .cache/awx-model          tests/model/testbed.sh with the AWX test's
-#                             wheelhouse (awx)
+# make fixtures: the controller-side test fixtures under .cache/, built side
+# by side. The one place that knows every fixture, its directory, its
+# builder's arguments and its environment; make test (this step, before the
+# scenarios and the AWX test), tests/testfleet/prepare.yml (make site) and
+# tests/awx/prepare.yml call it. CI starts from an empty .cache/, so make
+# test runs the same concurrent build from nothing that a first make site
+# runs. TEST ONLY: stand-ins for what an air-gapped fleet brings (NVIDIA's
+# runfile, a wheelhouse, vLLM's mirror, a hub).
+#
+#   tests/ci/fixtures.sh [FIXTURE...]   build these (default: every fixture)
+#   tests/ci/fixtures.sh --list         name, directory and command of each
+#
+#   cuda-runfile            .cache/cuda-runfile: tests/runfile/build.sh
+#                           (cuda_toolkit, awx, make site)
+#   wheelhouse              .cache/wheelhouse: tests/wheelhouse/build
+#                           (torch_flash_attn, fleet_cache, vllm, awx, make site)
+#   qwen_model_fetch        .cache/qwen_model_fetch: tests/model/testbed.sh with
+#                           the hub clients' wheels (qwen_model_fetch; its venv
+#                           writes vllm's tiny model)
+#   vllm                    .cache/vllm: tests/vllm/build, with the model venv
+#                           of qwen_model_fetch (vllm, make site)
+#   awx-model               .cache/awx-model: testbed.sh, the AWX test's copy
+#   testfleet-model         .cache/testfleet-model: testbed.sh, make site's copy
+#   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver and
+#                           passlib for the cache host (fleet_cache, make site)
+#   awx-fleet-cache-wheels  .cache/awx-fleet-cache-wheels: the same for the
+#                           AWX test's index
+#
+# Each build gets its directory and its environment on its own command
+# line: nothing is set for all of them, and the builders' directory
+# variables of the caller's environment are dropped. Every builder locks its
+# directory (DIR.lock, tests/ci/fixture_lock.sh) for its check and its
+# build, so a scenario or a second caller that builds the same directory at
+# the same time waits for this one, then finds it up to date; each returns
+# at once when its stamp is current.
+# FIXTURE_JOBS builds run at once (default 3: most of the time goes to
+# downloads). Each build's log is build/ci/fixtures/<name>.log, printed when
+# the build ends (the last lines when it succeeded, the last 60 when it
+# failed); a table of the builds' wall times follows. The step fails when
+# any build failed, after all of them ended.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_venv
 cd "${CI_ROOT}" || exit 1
+
+cache="${CI_ROOT}/.cache"
+logs="${CI_OUT}/fixtures"
+# Longest first: vllm waits (on its lock) for qwen_model_fetch's venv only
+# after its own downloads.
+every=(qwen_model_fetch vllm wheelhouse cuda-runfile testfleet-model awx-model
+    fleet-cache-wheels awx-fleet-cache-wheels)
+
+unset QWEN_MODEL_FETCH_FIXTURE LLM_STACK_TEST_VLLM LLM_STACK_TEST_WHEELHOUSE
 
 # default_of ROLE VARIABLE: a role default, read from its defaults/main.yml.
 default_of() {
@@ -28,17 +62,118 @@ with open(sys.argv[1], encoding="utf-8") as handle:
 EOF
 }
 
+# fixture_dir NAME: the directory a fixture's builder owns.
+fixture_dir() {
+    case "$1" in
+    fleet-cache-wheels) printf '%s\n' "${cache}/fleet_cache/wheelhouse" ;;
+    cuda-runfile | wheelhouse | qwen_model_fetch | vllm | awx-model | testfleet-model | awx-fleet-cache-wheels)
+        printf '%s\n' "${cache}/$1"
+        ;;
+    *) return 1 ;;
+    esac
+}
+
+# fixture_command NAME: its command line, one word per line; an environment
+# is given with env, for this build alone.
+fixture_command() {
+    local dir
+    dir="$(fixture_dir "$1")" || return 1
+    case "$1" in
+    cuda-runfile) printf '%s\n' bash tests/runfile/build.sh "${dir}" ;;
+    wheelhouse) printf '%s\n' tests/wheelhouse/build "${dir}" ;;
+    qwen_model_fetch | awx-model | testfleet-model)
+        printf '%s\n' env "QWEN_MODEL_FETCH_FIXTURE=${dir}" bash tests/model/testbed.sh "${olah}" "${hub}"
+        ;;
+    vllm) printf '%s\n' tests/vllm/build "${dir}" "$(fixture_dir qwen_model_fetch)" ;;
+    fleet-cache-wheels | awx-fleet-cache-wheels)
+        printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${passlib}"
+        ;;
+    esac
+}
+
 olah="olah==$(default_of hf_mirror hf_mirror_olah_version)"
 hub="huggingface_hub==$(default_of qwen_model_fetch qwen_model_fetch_huggingface_hub_version)"
+pypiserver="pypiserver==$(default_of fleet_cache fleet_cache_pypiserver_version)"
+passlib="passlib==$(default_of fleet_cache fleet_cache_passlib_version)"
 
-log "stand-in CUDA runfile (.cache/cuda-runfile)"
-bash tests/runfile/build.sh "${CI_ROOT}/.cache/cuda-runfile"
-log "wheelhouse (.cache/wheelhouse)"
-tests/wheelhouse/build "${CI_ROOT}/.cache/wheelhouse"
-log "tiny Qwen3.5 stand-in and its hub venv (.cache/qwen_model_fetch)"
-QWEN_MODEL_FETCH_FIXTURE="${CI_ROOT}/.cache/qwen_model_fetch" bash tests/model/testbed.sh "${olah}" "${hub}"
-log "vLLM wheelhouse, git mirror and tiny Qwen3 (.cache/vllm)"
-tests/vllm/build "${CI_ROOT}/.cache/vllm"
-chmod 0755 "${CI_ROOT}/.cache/wheelhouse"
-log "the AWX test's model repository (.cache/awx-model)"
-QWEN_MODEL_FETCH_FIXTURE="${CI_ROOT}/.cache/awx-model" bash tests/model/testbed.sh "${olah}" "${hub}"
+if [[ "${1:-}" == --list ]]; then
+    for name in "${every[@]}"; do
+        mapfile -t command < <(fixture_command "${name}")
+        (IFS=$'\t' && printf '%s\n' "${name}"$'\t'"$(fixture_dir "${name}")"$'\t'"${command[*]}")
+    done
+    exit 0
+fi
+
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || die "bash ${BASH_VERSION}: fixtures.sh needs bash 5.1 or later (wait -n -p)"
+jobs="${FIXTURE_JOBS:-3}"
+[[ "${jobs}" =~ ^[1-9][0-9]*$ ]] || die "FIXTURE_JOBS=${jobs}: give a number of builds to run at once (1, 2, ...)"
+queue=()
+for name in "${@:-${every[@]}}"; do
+    fixture_dir "${name}" >/dev/null || die "unknown fixture ${name}: one of ${every[*]}"
+    [[ " ${queue[*]} " == *" ${name} "* ]] || queue+=("${name}")
+done
+mkdir -p "${logs}"
+
+declare -A running=() started=()
+results=()
+failed=()
+
+# Each build runs in a process group of its own (setsid), so that a stop
+# of this step stops its pip and git processes too.
+stop_builds() {
+    local pid
+    for pid in "${!running[@]}"; do
+        kill -TERM -- "-${pid}" 2>/dev/null || true
+    done
+}
+trap stop_builds EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# finish PID STATUS: report the build that ended.
+finish() {
+    local pid="$1" rc="$2" name seconds log
+    name="${running[${pid}]}"
+    seconds=$((SECONDS - started[${name}]))
+    unset "running[${pid}]"
+    log="${logs}/${name}.log"
+    mv -f "${log}.$$" "${log}"
+    if [[ "${rc}" -eq 0 ]]; then
+        log "${name} done in ${seconds} s ($(fixture_dir "${name}")):"
+        filter_pip_noise <"${log}" | tail -n 3 | sed "s/^/    /"
+        results+=("${name}"$'\t'"${seconds}"$'\t'"ok")
+    else
+        log "${name} FAILED (exit ${rc}) after ${seconds} s; the end of ${log}:"
+        filter_pip_noise <"${log}" | tail -n 60 | sed "s/^/    /"
+        results+=("${name}"$'\t'"${seconds}"$'\t'"FAILED (exit ${rc})")
+        failed+=("${name}")
+    fi
+}
+
+log "building ${#queue[@]} fixtures under ${cache}, ${jobs} at a time: ${queue[*]}"
+start="${SECONDS}"
+while [[ "${#queue[@]}" -gt 0 || "${#running[@]}" -gt 0 ]]; do
+    while [[ "${#queue[@]}" -gt 0 && "${#running[@]}" -lt "${jobs}" ]]; do
+        name="${queue[0]}"
+        queue=("${queue[@]:1}")
+        mapfile -t command < <(fixture_command "${name}")
+        # Written under this run's name, then moved to NAME.log: two callers
+        # that build side by side (two scenarios) keep their logs apart.
+        setsid "${command[@]}" >"${logs}/${name}.log.$$" 2>&1 </dev/null &
+        running[$!]="${name}"
+        started[${name}]="${SECONDS}"
+    done
+    done_pid=""
+    rc=0
+    wait -n -p done_pid "${!running[@]}" || rc=$?
+    [[ -z "${done_pid}" ]] || finish "${done_pid}" "${rc}"
+done
+trap - EXIT
+
+printf '\n%-24s %8s  %s\n' fixture seconds result
+for row in "${results[@]}"; do
+    IFS=$'\t' read -r name seconds result <<<"${row}"
+    printf '%-24s %8s  %s\n' "${name}" "${seconds}" "${result}"
+done
+printf '%-24s %8s\n' "wall clock" "$((SECONDS - start))"
+[[ "${#failed[@]}" -eq 0 ]] || die "fixture builds failed: ${failed[*]} (logs under ${logs})"

@@ -33,6 +33,10 @@
 #   GPU_TORCH_PYTHON, GPU_NVCC  the torch venv's python and the nvcc arch-cost uses
 #                  (default /opt/torch/.venv/bin/python, /usr/local/cuda/bin/nvcc)
 #   GPU_PARTS      the carried pieces of bundle.sh (default .gpu/parts)
+#
+# What a step needs and does not find (.gpu/ not brought, setup not run, no
+# torch venv) stops it before it runs, with what to put where and exit
+# status 2; see tests/gpu/README.md, "What to bring".
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -40,7 +44,10 @@ OUT=${GPU_OUT:-$ROOT/build/gpu}
 STATE=${GPU_STATE:-/var/tmp/gpufleet-validate}
 WHEELS=${GPU_WHEELS:-$ROOT/.gpu/wheels}
 WHEELHOUSE=${GPU_WHEELHOUSE:-$ROOT/.gpu/wheelhouse}
-TARBALL=${GPU_TARBALL:-$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' 2>/dev/null | head -n 1)}
+TARBALL=${GPU_TARBALL:-}
+if [[ -z $TARBALL && -d $ROOT/.gpu ]]; then
+  TARBALL=$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' -print -quit)
+fi
 WAIT=${GPU_WAIT:-540}
 # The torch that arch-cost takes its headers from, and the nvcc it runs.
 TORCH_PYTHON=${GPU_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
@@ -57,10 +64,33 @@ export ANSIBLE_LOCAL_TEMP=$STATE/tmp ANSIBLE_REMOTE_TEMP=$STATE/tmp
 
 say() { printf '\n=== %s\n' "$*"; }
 
+# missing WHAT FIX: say what a step needs and lacks, and how to get it; the
+# checks of a step all run before it stops (stop_if_missing).
+MISSING=0
+missing() {
+  printf 'run.sh: missing %s.\n  Fix: %s\n' "$1" "$2" >&2
+  MISSING=1
+}
+stop_if_missing() {
+  [[ $MISSING -eq 0 ]] || { echo "run.sh: step ${STEP:-} not run (tests/gpu/README.md, \"What to bring\")" >&2; exit 2; }
+}
+
+# The inputs of the steps, checked before a step starts.
+need_setup() {
+  [[ -f $STATE/host.yml && -x $STATE/site/bin/ansible-playbook ]] ||
+    missing "the setup of $STATE (ansible-core and the collection)" "run tests/gpu/run.sh setup first (or vllm-bundle)"
+}
+need_torch() {
+  [[ -x $TORCH_PYTHON ]] ||
+    missing "the torch venv's python $TORCH_PYTHON" "set GPU_TORCH_PYTHON to the python of the venv that has torch"
+}
+
 # ansible-playbook with the validation inventory; output kept in $OUT/NAME.log.
 play() {
   local name=$1
   shift
+  need_setup
+  stop_if_missing
   local rc=0
   ansible-playbook -i "$ROOT/tests/gpu/inventory.yml" -i "$STATE/host.yml" "$@" >"$OUT/$name.log" 2>&1 || rc=$?
   echo "$name: rc=$rc; $(grep -E '^gpu-validate +:' "$OUT/$name.log" | tr -s ' ' || true)"
@@ -71,10 +101,18 @@ play() {
 changed() { grep -E '^gpu-validate +:' "$OUT/$1.log" | tail -n 1 | sed -E 's/.*changed=([0-9]+).*/\1/'; }
 
 step_setup() {
+  if ! compgen -G "$WHEELS/ansible_core-*.whl" >/dev/null; then
+    missing "the ansible-core wheels for this host's Python in $WHEELS (GPU_WHEELS)" \
+      "on a machine with PyPI: pip download --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 --dest .gpu/wheels ansible-core==2.19.14; copy .gpu/ here"
+  fi
+  if [[ -z $TARBALL || ! -f $TARBALL ]]; then
+    missing "the collection tarball (${TARBALL:-none in $ROOT/.gpu}; GPU_TARBALL)" \
+      "ansible-galaxy collection build --output-path .gpu; copy .gpu/ here"
+  fi
+  stop_if_missing
   say "setup: ansible-core and the collection"
   python3 -m pip install -q --no-index --no-deps --find-links "$WHEELS" --target "$STATE/site" "$WHEELS"/*.whl
   ansible --version | head -n 2
-  [[ -n $TARBALL ]] || { echo "GPU_TARBALL: no collection tarball found" >&2; exit 1; }
   ansible-galaxy collection install --offline --force -p "$STATE/collections" "$TARBALL" | tail -n 1
   printf 'all:\n  vars:\n    flash_attn_build_wheelhouse: "%s"\n    llm_stack_controller_cache: "%s"\n' \
     "$WHEELHOUSE" "$STATE/cache" >"$STATE/host.yml"
@@ -83,6 +121,8 @@ step_setup() {
 }
 
 step_facts() {
+  need_setup
+  stop_if_missing
   say "facts and preflight"
   ansible -i "$ROOT/tests/gpu/inventory.yml" gpu-validate -m gpufleet.llm_stack.gpu_facts >"$OUT/gpu_facts.log" 2>&1
   ansible -i "$ROOT/tests/gpu/inventory.yml" gpu-validate -m gpufleet.llm_stack.nvcc_facts >"$OUT/nvcc_facts.log" 2>&1
@@ -102,6 +142,8 @@ step_facts() {
 }
 
 step_toolkit() {
+  need_setup
+  stop_if_missing
   say "cuda_toolkit on the toolkit already installed"
   # The toolkit's setup before the runs, and a stamp to find what they wrote.
   local setup=(/usr/local/cuda /etc/alternatives/cuda /etc/ld.so.conf.d /etc/profile.d)
@@ -126,6 +168,8 @@ step_torch() {
 }
 
 step_flash_attn_start() {
+  need_setup
+  stop_if_missing
   say "flash_attn_build: real compile, in the background"
   if [[ -f $STATE/fa.pid ]] && kill -0 "$(cat "$STATE/fa.pid")" 2>/dev/null; then
     echo "already running"
@@ -146,6 +190,9 @@ step_flash_attn_start() {
 }
 
 step_flash_attn_wait() {
+  [[ -f $STATE/fa.start ]] || missing "a flash-attn build started by this state ($STATE/fa.start)" \
+    "run tests/gpu/run.sh flash-attn-start first"
+  stop_if_missing
   say "flash_attn_build: waiting (at most ${WAIT}s)"
   local waited=0
   while [[ ! -f $STATE/fa.rc && $waited -lt $WAIT ]]; do
@@ -153,8 +200,9 @@ step_flash_attn_wait() {
     waited=$((waited + 15))
   done
   cp "$STATE/flash-attn.log" "$OUT/flash-attn.log" 2>/dev/null || true
-  local objs
-  objs=$(find /opt/llm-stack/build "$STATE" -name '*.o' -newer "$STATE/fa.start" 2>/dev/null | wc -l)
+  local objs dirs=("$STATE")
+  [[ ! -d /opt/llm-stack/build ]] || dirs+=(/opt/llm-stack/build)
+  objs=$(find "${dirs[@]}" -name '*.o' -newer "$STATE/fa.start" | wc -l)
   echo "objects compiled so far: $objs of 73"
   if [[ ! -f $STATE/fa.rc ]]; then
     echo "still running after $(($(date +%s) - $(cat "$STATE/fa.start")))s"
@@ -179,8 +227,15 @@ step_flash_attn_rerun() {
 # uses, for sm_90 alone and for flash-attn's default list (80;90;100;120),
 # side by side: CPU time, wall time and peak RSS of each.
 step_arch_cost() {
-  say "arch-cost: one translation unit, this host's arch vs. the default list"
   local src=$STATE/fa-src
+  if [[ ! -d $src ]] && ! compgen -G "$WHEELHOUSE/flash_attn-*.tar.gz" >/dev/null; then
+    missing "flash-attn's sdist in ${WHEELHOUSE:-GPU_WHEELHOUSE} (GPU_WHEELHOUSE)" \
+      "curl -fL -o .gpu/wheelhouse/flash_attn-2.8.3.tar.gz https://files.pythonhosted.org/packages/source/f/flash_attn/flash_attn-2.8.3.tar.gz; copy .gpu/ here"
+  fi
+  need_torch
+  [[ -x $NVCC ]] || missing "nvcc $NVCC" "set GPU_NVCC to the nvcc of the host's toolkit"
+  stop_if_missing
+  say "arch-cost: one translation unit, this host's arch vs. the default list"
   if [[ ! -d $src ]]; then
     mkdir -p "$src"
     tar -xzf "$WHEELHOUSE"/flash_attn-*.tar.gz -C "$src" --strip-components=1
@@ -234,8 +289,14 @@ EOF
 }
 
 step_vllm_bundle() {
-  say "vllm-bundle: the carried wheelhouse, checked against tests/gpu/vllm-wheelhouse.sha256"
   local parts=${GPU_PARTS:-$ROOT/.gpu/parts} want got
+  if ! compgen -G "$parts/wheelhouse.tar.part*" >/dev/null; then
+    missing "the pieces of the vLLM wheelhouse in $parts (GPU_PARTS)" \
+      "run tests/gpu/bundle.sh on a machine with PyPI and copy .gpu/parts here"
+  fi
+  need_torch
+  stop_if_missing
+  say "vllm-bundle: the carried wheelhouse, checked against tests/gpu/vllm-wheelhouse.sha256"
   want=$(cut -d' ' -f1 "$ROOT/tests/gpu/vllm-wheelhouse.sha256")
   got=$(cat "$parts"/wheelhouse.tar.part* | tee "$STATE/wheelhouse.tar" | sha256sum | cut -d' ' -f1)
   echo "pieces: $(find "$parts" -name 'wheelhouse.tar.part*' | wc -l), sha256 $got, recorded $want"
@@ -250,7 +311,7 @@ step_vllm_bundle() {
   if [[ -z $TARBALL ]]; then
     rm -f "$STATE"/gpufleet-llm_stack-*.tar.gz
     ansible-galaxy collection build --force --output-path "$STATE" "$ROOT" >/dev/null
-    TARBALL=$(find "$STATE" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' | head -n 1)
+    TARBALL=$(find "$STATE" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' -print -quit)
   fi
   # No flash-attn sdist travels with this bundle: flash-attn's gate then
   # reads the index setting, which it cannot check from here.
@@ -287,6 +348,9 @@ step_vllm_preflight() {
 }
 
 step_vllm_install() {
+  need_setup
+  need_torch
+  stop_if_missing
   say "vllm-install: vllm_source, wheel method, into the torch venv"
   torch_digest | tee "$OUT/torch-before.txt"
   local start=$SECONDS
@@ -301,6 +365,9 @@ step_vllm_install() {
 }
 
 step_serve() {
+  need_setup
+  need_torch
+  stop_if_missing
   say "serve: the stand-in model in qwen_model_fetch's layout, vllm_serve, health gate, benchmark"
   "$TORCH_PYTHON" "$ROOT/tests/gpu/make_tiny_qwen35.py" --layout /opt/llm-stack/models Qwen/Qwen3.5-tiny-standin \
     >"$OUT/make-model.log" 2>&1 || { tail -n 20 "$OUT/make-model.log"; exit 1; }
@@ -314,6 +381,8 @@ step_serve() {
 }
 
 step_serve_fault() {
+  need_setup
+  stop_if_missing
   say "serve-fault: the server killed, then a broken flag"
   local pid now="" waited=0 rc=0
   pid=$(pgrep -f -o 'vllm.entrypoints|bin/vllm serve' || true)
@@ -335,7 +404,10 @@ step_serve_fault() {
   echo "restored: changed $(changed serve-restored)"
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,36p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,39p' "$0"; exit 2; }
 for step in "$@"; do
-  "step_${step//-/_}"
+  declare -F "step_${step//-/_}" >/dev/null || { echo "run.sh: no step $step (run.sh alone lists them)" >&2; exit 2; }
+done
+for STEP in "$@"; do
+  "step_${STEP//-/_}"
 done

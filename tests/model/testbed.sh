@@ -1,41 +1,68 @@
 #!/usr/bin/env bash
 # TEST-ONLY. Builds, on the controller, what the qwen_model_fetch scenario
 # needs and keeps it under .cache/qwen_model_fetch (git-ignored):
-#   venv/            torch (CPU), transformers and olah (tests/model/requirements.txt)
+#   venv             torch (CPU), transformers and olah (tests/model/requirements.txt):
+#                    a symlink to the venv.<inputs>/ it was built in (below)
 #   repos/           the local git repository of the tiny random-weight
 #                    Qwen3.5 stand-in (tests/model/make_tiny_qwen.py)
 #   revisions.json   its commit SHAs and file digests
 #   wheelhouse/      wheels of the packages given as arguments (the hosts'
 #                    pip installs from it, like an air-gapped fleet would)
 # Usage: testbed.sh [PACKAGE==VERSION ...]   (the wheelhouse content)
-# Each part is rebuilt only when its inputs changed. No GPU and no internet
-# besides the package index are needed.
+# The directory is QWEN_MODEL_FETCH_FIXTURE (default .cache/qwen_model_fetch):
+# each caller sets it for its own call. Each part is rebuilt only when its
+# inputs changed; the checks and the builds hold DIR.lock
+# (tests/ci/fixture_lock.sh), so a second call for the same directory waits,
+# then finds it up to date. No GPU and no internet besides the package index
+# are needed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${QWEN_MODEL_FETCH_FIXTURE:-${root}/.cache/qwen_model_fetch}"
+out="${out%/}"
 venv="${out}/venv"
 requirements="${root}/tests/model/requirements.txt"
 generator="${root}/tests/model/make_tiny_qwen.py"
 python="${PYTHON:-python3}"
 
+# shellcheck source=../ci/fixture_lock.sh
+source "${root}/tests/ci/fixture_lock.sh"
+fixture_lock "${out}"
 mkdir -p "${out}"
 if ! "${python}" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
     echo "testbed.sh: ${python} is not Python 3.11 (the torch 2.13.0 CPU wheel of the test machines is for 3.11); set PYTHON" >&2
     exit 1
 fi
 
-if [[ ! -x "${venv}/bin/python" ]] || ! cmp -s "${requirements}" "${venv}/.requirements"; then
-    echo "==> fixture venv ${venv}"
-    rm -rf "${venv}"
-    "${python}" -m venv "${venv}"
-    "${venv}/bin/pip" install --quiet --disable-pip-version-check -r "${requirements}"
-    cp "${requirements}" "${venv}/.requirements"
+# A venv cannot be moved once made (its scripts name its path), so it is
+# built in a directory of its own, venv.<inputs>, and venv is a symlink that
+# one rename points at it when it is complete: a reader of venv never sees a
+# venv half built, and an interrupted build leaves the previous one in use.
+venv_id="$({ cat "${requirements}"; "${python}" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)"
+rebuilt=0
+if [[ "$(readlink "${venv}" || true)" != "venv.${venv_id}" || ! -f "${out}/venv.${venv_id}/.complete" ]]; then
+    echo "==> fixture venv ${venv} -> venv.${venv_id}"
+    rm -rf "${out}/venv.${venv_id}" "${out}/venv.new"
+    "${python}" -m venv "${out}/venv.${venv_id}"
+    "${out}/venv.${venv_id}/bin/pip" install --quiet --disable-pip-version-check -r "${requirements}"
+    touch "${out}/venv.${venv_id}/.complete"
+    ln -s "venv.${venv_id}" "${out}/venv.new"
+    # A venv of the older layout is a directory, which a rename cannot replace.
+    if [[ -d "${venv}" && ! -L "${venv}" ]]; then
+        rm -rf "${venv}"
+    fi
+    mv -T "${out}/venv.new" "${venv}"
+    for old in "${out}"/venv.*; do
+        [[ "${old}" == "${out}/venv.${venv_id}" ]] || rm -rf "${old}"
+    done
+    rebuilt=1
 fi
 
 stamp="${out}/revisions.json"
-if [[ ! -s "${stamp}" || "${generator}" -nt "${stamp}" || "${requirements}" -nt "${stamp}" ]]; then
+if [[ "${rebuilt}" == 1 || ! -s "${stamp}" || "${generator}" -nt "${stamp}" || "${requirements}" -nt "${stamp}" ]]; then
     echo "==> tiny Qwen3.5 stand-in in ${out}/repos"
+    # The generator writes the stamp last: an interrupted run leaves none.
+    rm -f "${stamp}"
     "${venv}/bin/python" "${generator}" "${out}"
 fi
 if [[ $# -gt 0 ]]; then

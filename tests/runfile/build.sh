@@ -10,7 +10,9 @@
 # Prints the path of the runfile. Writes next to it NAME.sha256 and NAME.md5
 # ("<hash>  <name>", as sha256sum/md5sum print them). A second call with
 # an unchanged recipe does nothing (the output holds a stamp of the recipe);
-# downloaded wheels are kept in OUTPUT_DIR/wheels.
+# downloaded wheels are kept in OUTPUT_DIR/wheels. The check and the build
+# hold OUTPUT_DIR.lock (tests/ci/fixture_lock.sh): a second build of the
+# same OUTPUT_DIR waits, then finds it up to date.
 #
 # Needs: makeself (Debian package), unzip, pip (PIP=..., else the repo's
 # .venv, else python3 -m pip), sha256sum/md5sum. If g++ is present, the
@@ -20,6 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 out=${1:-$repo/.cache/cuda-runfile}
+out=${out%/}
 header=${MAKESELF_HEADER:-/usr/share/makeself/makeself-header.sh}
 
 # shellcheck source=versions.env
@@ -37,6 +40,10 @@ done
     echo "build.sh: makeself's header $header is missing (apt-get install makeself)" >&2
     exit 1
 }
+
+# shellcheck source=../ci/fixture_lock.sh
+. "$repo/tests/ci/fixture_lock.sh"
+fixture_lock "$out"
 
 stamp=$(cat "$here/build.sh" "$here/patch_header.py" "$here/versions.env" \
     "$here/requirements.txt" "$here/installer/install.sh" \
@@ -57,6 +64,8 @@ else
 fi
 
 mkdir -p "$out/wheels"
+# What an interrupted build left (no other build runs: this one holds the lock).
+rm -rf "$out"/build.*
 work=$(mktemp -d "$out/build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
