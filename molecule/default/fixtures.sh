@@ -5,4 +5,4 @@
 # per machine before `create`; each returns at once when up to date.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-exec "$root/tests/ci/fixtures.sh" runfile wheelhouse vllm testfleet-model
+exec "$root/tests/ci/fixtures.sh" cuda-runfile wheelhouse vllm testfleet-model
