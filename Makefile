@@ -8,6 +8,11 @@
 #                    from the repository root (make site and make test run it)
 #   make docs        regenerate the role READMEs' variable tables from the
 #                    argument specs (make lint fails when one has drifted)
+#   make matrix      read the vLLM releases (torch pin, Python and transformers
+#                    ranges, wheel CUDA) and the torch and transformers releases
+#                    from the package index (MATRIX_INDEX_URL, default PyPI),
+#                    rewrite the generated block of compat_matrix.py, print the
+#                    diff and render docs/compat-matrix.md (tests/matrix/refresh.py)
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
 # runs venv engine images collection changelog in order, then the rest two
@@ -38,7 +43,7 @@ $(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv; mkdir -p build/c
 endif
 
 .PHONY: help test setup venv engine images collection lint changelog-lint sanity unit build \
-	fixtures molecule awx core-latest site site-down docs bench clean
+	fixtures molecule awx core-latest site site-down docs matrix bench clean
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed -e '/^$$/d' -e 's/^# \{0,1\}//'
@@ -102,6 +107,12 @@ site-down: venv
 
 docs: venv
 	@$(CI)/docs.sh
+
+# Reads the package index (network); changes only compat_matrix.py's
+# generated block and docs/compat-matrix.md.
+matrix: venv collection
+	@source $(CI)/lib.sh && use_venv && python tests/matrix/refresh.py && \
+		python tests/unit/compat_doc.py >docs/compat-matrix.md
 
 bench: venv
 	@if [[ -x tests/bench/run ]]; then \

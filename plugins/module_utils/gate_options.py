@@ -28,6 +28,7 @@ OPTIONS = dict(
     vllm_version=dict(type="str"),
     transformers_version=dict(type="str"),
     model=dict(type="str"),
+    allow_unlisted_versions=dict(type="bool", default=False),
     gpu_count=dict(type="int"),
     gpu_error=dict(type="str"),
     require_gpu=dict(type="bool", default=True),

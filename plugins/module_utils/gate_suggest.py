@@ -9,15 +9,16 @@ through the whole gate (the same parts, with the same host inputs):
 
 - the model family is kept (a Qwen3.5 id of a size that does not exist
   becomes the nearest real size);
-- the pinned vLLM first, then the newest vLLM releases; torch is the one
-  vLLM pins;
+- the pinned vLLM first, then the newest vLLM releases (for a release the
+  matrix does not list, the nearest listed ones first, and the pinned one
+  only with llm_stack_allow_unlisted_versions); torch is the one vLLM pins;
 - torch's CUDA build: the pinned one, else the builds this driver runs
   and that carry kernels for every GPU, the toolkit's own first;
 - the toolkit: only releases with a known runfile, the pinned one first,
   else the newest release of the build's minor, else of its major;
 - Python: the pinned one, else the venv's or the host's interpreter, else
   the nearest that torch and vLLM allow;
-- transformers: the pinned one, else what vLLM and the model need;
+- transformers: the pinned one, else what vLLM and the model family need;
 - flash-attn: the pinned one, else the newest known, else none.
 
 Host problems that no pin fixes (no GPU, a broken nvidia-smi, no space, a
@@ -63,26 +64,30 @@ def _models(p, problems):
     return [model]
 
 
-def _is_qwen35(model):
-    return bool(model) and compat.qwen35_parts(model) is not None
-
-
-def _vllms(cur):
+def _vllms(cur, allow):
     pinned = cur["vllm_version"]
     if not pinned:
         return [""]
     newest_first = sorted(M.VLLM, key=Version, reverse=True)
-    return _unique([pinned] + newest_first)
+    if compat.listed(M.VLLM, pinned):
+        return _unique([pinned] + newest_first)
+    # a release the matrix does not list: the nearest listed ones first (compat.nearest_listed, then the older
+    # ones, newest first, then the newer ones)
+    older = [v for v in newest_first if Version(v) <= Version(Version(pinned).public())]
+    newer = [v for v in reversed(newest_first) if v not in older]
+    return _unique(([pinned] if allow else []) + [compat.nearest_listed(M.VLLM, pinned)] + older + newer)
 
 
-def _torches(cur, vllm):
-    entry = M.VLLM.get(vllm) if vllm else None
+def _torches(cur, vllm, allow):
+    entry = compat.vllm_entry(vllm) if vllm else None
     if entry:
         return [entry["torch"]]
     pinned = cur["torch_version"]
     known = [minor + ".0" for minor in sorted(M.TORCH, key=Version, reverse=True)]
-    if pinned and Version(pinned).major_minor() in M.TORCH:
+    if pinned and Version(pinned).major_minor() in M.TORCH and (allow or compat.listed(M.TORCH_RELEASES, pinned)):
         return _unique([pinned] + known)
+    if pinned and Version(pinned).major_minor() in M.TORCH:
+        return _unique([compat.nearest_listed(M.TORCH_RELEASES, pinned)] + known)
     return known
 
 
@@ -181,7 +186,7 @@ def _host_pythons(params, pinned_mm):
 
 def _pythons(cur, params, torch, vllm):
     entry = M.TORCH.get(Version(torch).major_minor())
-    vllm_entry = M.VLLM.get(vllm) if vllm else None
+    vllm_entry = compat.vllm_entry(vllm) if vllm else None
 
     def allowed(python):
         if entry and not in_range(python, entry["python"][0], entry["python"][1]):
@@ -201,20 +206,27 @@ def _pythons(cur, params, torch, vllm):
     return [v for v in order if allowed(v)]
 
 
-def _transformers(cur, vllm, model):
-    entry = M.VLLM.get(vllm) if vllm else None
-    qwen = _is_qwen35(model)
+def _transformers(cur, vllm, model, allow):
+    entry = compat.vllm_entry(vllm) if vllm else None
+    family = compat.model_family(model)
+    floor = family["min_transformers"] if family else None
 
     def allowed(version):
         if entry and not satisfies(version, entry["transformers"]):
             return False
-        return not (qwen and Version(version) < Version(M.QWEN35["min_transformers"]))
-    options = [cur["transformers_version"]]
+        return not (floor and Version(version) < Version(floor))
+    pinned = cur["transformers_version"]
+    if pinned and (allow or compat.listed(M.TRANSFORMERS_RELEASES, pinned)):
+        options = [pinned]
+    else:
+        options = [compat.nearest_listed(M.TRANSFORMERS_RELEASES, pinned)] if pinned else []
     if entry:
         options += [entry["transformers_suggest"], compat._spec_floor(entry["transformers"])]
+    if entry or floor:
+        options.append(compat.transformers_for(entry, floor or "0"))
     newest = sorted((e["transformers_suggest"] for e in M.VLLM.values() if e["transformers_suggest"]), key=Version)
     options += newest[-1:]
-    return [v for v in _unique(options) if v and allowed(v)] or ([""] if not cur["transformers_version"] else [])
+    return [v for v in _unique(options) if v and allowed(v)] or ([""] if not pinned else [])
 
 
 def _flash_attns(cur):
@@ -247,18 +259,18 @@ def candidates(params, p, problems):
     """Complete stacks (dicts of the eight pins) in order of preference."""
     params = host_view(params)
     cur = compat.normalized_pins(p)
-    gpus, driver = p["gpus"], p["driver_version"]
+    gpus, driver, allow = p["gpus"], p["driver_version"], p["allow_unlisted"]
     possible = _toolkit_possible(params, p)
     for model in _models(p, problems):
-        qwen = _is_qwen35(model)
-        for vllm in _vllms(cur):
-            if qwen and vllm and vllm in M.VLLM and Version(vllm) < Version(M.QWEN35["min_vllm"]):
+        family = compat.model_family(model)
+        for vllm in _vllms(cur, allow):
+            if family and vllm and Version(Version(vllm).public()) < Version(family["min_vllm"]):
                 continue
-            for torch in _torches(cur, vllm):
+            for torch in _torches(cur, vllm, allow):
                 for tag in _torch_cudas(cur, torch, gpus, driver):
                     for cuda in _cudas(cur, tag, gpus, driver, possible):
                         for python in _pythons(cur, params, torch, vllm):
-                            for transformers in _transformers(cur, vllm, model):
+                            for transformers in _transformers(cur, vllm, model, allow):
                                 for flash_attn in _flash_attns(cur):
                                     yield {
                                         "cuda_version": cuda, "torch_version": torch, "torch_cuda": tag,

@@ -19,8 +19,8 @@ description:
   - The checks come in parts (O(parts)). C(matrix), the default, checks the versions against the compatibility
     matrix; driver against toolkit and torch's CUDA build, GPU compute capabilities against toolkit, torch build
     and flash-attn, torch's CUDA builds and Python range, vLLM's exact torch pin, Python range and transformers
-    requirement, torch against nvcc major version (extension builds), flash-attn floors, and Qwen3.5's vLLM and
-    transformers floors and model ids.
+    requirement, torch against nvcc major version (extension builds), flash-attn floors, the vLLM and
+    transformers floors of the model's family (Qwen3.5, Qwen3, Qwen2), and Qwen3.5 model ids.
   - C(host) checks what preflight decides on the host; C(cuda_toolkit), C(torch) and C(flash_attn) check the
     inputs of those roles with the checks each role would stop on. Preflight runs every part, each role runs
     its own part with the same inputs, so a host that passes preflight passes every role's own validation.
@@ -32,7 +32,11 @@ description:
     for this host.
   - It does not fail on an incompatible stack (RV(ok) false); the caller decides. It fails only on input that
     cannot be read at all, naming the option.
-  - Versions the matrix does not know (newer releases) give warnings (RV(compat_warnings)), not errors.
+  - A vLLM, torch or transformers release the matrix does not list is an error (rules C(vllm-known),
+    C(torch-known), C(transformers-known)), compared under PEP 440 (C(0.19.1.0) is C(0.19.1), C(0.19.1.post1) is
+    another release); the fix names C(make matrix), which adds newer releases from the package index, and
+    O(allow_unlisted_versions), which turns the error into a warning. Every rule that does not depend on that
+    release still applies. A CUDA toolkit, flash-attn release or GPU the matrix does not know gives a warning.
   - The rules and their sources are in C(plugins/module_utils/compat_matrix.py); C(docs/compat-matrix.md)
     is their readable form.
 author:
@@ -94,8 +98,18 @@ options:
     type: str
   model:
     description:
-      - Hugging Face repo id of the model to serve, such as C(Qwen/Qwen3.5-9B) (C(llm_stack_model)).
+      - Hugging Face repo id of the model to serve, such as C(Qwen/Qwen3.5-9B) (C(llm_stack_model)). Its model
+        family (by the name after the org) has vLLM and transformers floors (rules C(model-vllm),
+        C(model-transformers)), checked with or without a vLLM pin.
     type: str
+  allow_unlisted_versions:
+    description:
+      - C(llm_stack_allow_unlisted_versions). Accept a vLLM, torch or transformers release the matrix does not
+        list with a warning instead of an error; what depends on the release's row (vLLM's torch pin, Python
+        range, transformers requirement and wheel CUDA; torch's CUDA builds and Python range) is then not
+        checked, every other rule is.
+    type: bool
+    default: false
   gpu_count:
     description:
       - Part C(host). Number of GPUs nvidia-smi lists (the C(gpu_count) fact). Default the length of O(gpus).
@@ -448,7 +462,8 @@ errors:
       [rule vllm-torch-pin; source: https://pypi.org/project/vllm/0.19.1/]. Fix: set llm_stack_torch_version to 2.10.0"
 compat_warnings:
   description:
-    - Caveats, and versions the matrix does not know. Not an error; C(ok) stays true.
+    - Caveats, toolkit, flash-attn or GPU versions the matrix does not know, and releases accepted by
+      O(allow_unlisted_versions). Not an error; C(ok) stays true.
     - Named C(compat_warnings) because C(warnings) is a reserved key of module results.
   returned: always
   type: list

@@ -50,12 +50,34 @@ def render(m=None):
         "`python3 tests/unit/compat_doc.py > docs/compat-matrix.md` (a unit test fails when",
         "this page and the matrix differ).",
         "",
-        "Errors make `ok` false; warnings do not. Versions the matrix does not know give a",
-        "warning, never an error. Each message names the variables involved (`llm_stack_*`",
-        "pins, role variables, `gpu_*` facts), the rule id, its source and a fix that can be",
-        "applied as written. Versions are normalized once before any lookup (white space and a",
-        "leading `v` dropped, ASCII digits only); the parts that install need the canonical",
-        "spelling and give it as the fix.",
+        "Errors make `ok` false; warnings do not. A vLLM, torch or transformers release the",
+        "matrix does not list is an error; its fix names `make matrix`, which reads newer",
+        "releases from the package index, and `llm_stack_allow_unlisted_versions: true`, which",
+        "turns it into a warning (every rule that does not need that release's row still",
+        "applies). A CUDA toolkit, flash-attn release or GPU the matrix does not know gives a",
+        "warning. Each message names the variables involved (`llm_stack_*` pins, role",
+        "variables, `gpu_*` facts), the rule id, its source and a fix that can be applied as",
+        "written. Versions are normalized once before any lookup (white space and a leading `v`",
+        "dropped, ASCII digits only) and compared under PEP 440: `0.19.1.0` is `0.19.1`, while",
+        "`0.19.1.post1`, `0.19.1rc1` and `0.19.1.dev0` are other releases. The parts that",
+        "install need the canonical spelling and give it as the fix.",
+        "",
+        "## Refreshing the matrix",
+        "",
+        "The vLLM rows and the torch and transformers releases below are generated: `make matrix`",
+        "(`tests/matrix/refresh.py`, its logic in `plugins/module_utils/matrix_refresh.py`)",
+        "reads them from the package index (`MATRIX_INDEX_URL`, default `https://pypi.org/simple`;",
+        "a mirror must answer PEP 691 JSON and HTTP Range requests), rewrites only the block of",
+        "`compat_matrix.py` between `# BEGIN GENERATED: make matrix` and",
+        "`# END GENERATED: make matrix`, prints the diff and renders this page again;",
+        "`tests/matrix/refresh.py --check` exits 1 when the block would change. For each vLLM",
+        "release from `VLLM_FLOOR` on it reads the METADATA of the x86_64 wheel out of the",
+        "wheel (Range requests for the end of the zip, its central directory and the one",
+        "member; a PEP 658 file where the index has one), and the METADATA of the torch wheel",
+        "it pins. `tests/matrix/refresh.py --record tests/fixtures/matrix-index` records what",
+        "it read; a unit test holds the block equal to the command's output on that recording.",
+        "Everything else in the file (torch minors, model families, the CUDA tables) is written",
+        "by hand with its source.",
         "",
         "## Parts",
         "",
@@ -78,7 +100,9 @@ def render(m=None):
         "",
     ]
     out += _table(["rule", "part", "severity", "what is checked", "source"],
-                  [("`%s`" % r["id"], r["part"], r["severity"], r["text"], "[%s](#sources)" % r["source"])
+                  [("`%s`" % r["id"], r["part"],
+                    r["severity"] + (" (warning with `%s`)" % r["opt_in"] if r.get("opt_in") else ""),
+                    r["text"], "[%s](#sources)" % r["source"])
                    for r in m.RULES])
     out += ["", "## Sources", ""]
     out += _table(["key", "where", "what it gives"],
@@ -111,6 +135,9 @@ def render(m=None):
                     e.get("python_source", "torch-release-matrix"))
                    for v, e in sorted(m.TORCH.items(), key=lambda i: _key(i[0]))])
 
+    out += ["", "Releases on the package index of these minors (rule `torch-known`, generated):", "",
+            ", ".join(m.TORCH_RELEASES) + "."]
+
     out += ["", "## Archs in torch's wheels (rule `torch-build-archs`)", "",
             "A cubin for X.y runs on X.z with z >= y; PTX for X.y runs on any newer GPU.", ""]
     out += _table(["CUDA build", "cubins", "PTX"],
@@ -118,8 +145,18 @@ def render(m=None):
                     ", ".join("compute_" + a.replace(".", "") for a in e["ptx"]) or "-")
                    for c, e in sorted(m.TORCH_BUILD_ARCHS.items(), key=lambda i: _key(i[0]))])
 
+    groups = []
+    for cuda in sorted(set(m.VLLM_WHEEL_CUDA.values()), key=lambda c: c or ""):
+        releases = [v for v in sorted(m.VLLM_WHEEL_CUDA, key=_key) if m.VLLM_WHEEL_CUDA[v] == cuda]
+        groups.append("%s: %s" % (", ".join(releases), "CUDA %s" % cuda if cuda else "not checked"))
     out += ["", "## vLLM (rules `vllm-known`, `vllm-torch-pin`, `vllm-python`, `vllm-transformers`,"
-                " `vllm-binary-driver`)", ""]
+                " `vllm-binary-driver`)", "",
+            "Generated from each release's wheel METADATA, from %s on. The release wheel's CUDA comes from"
+            % m.VLLM_FLOOR,
+            "the hand-written `VLLM_WHEEL_CUDA` (%s); from %s on it is the CUDA runtime of the torch"
+            % ("; ".join(groups), m.VLLM_WHEEL_CUDA_FOLLOWS_TORCH),
+            "wheel it pins (`VLLM_MAIN_CUDA_VERSION` follows PyTorch), checked against the CUDA major",
+            "that vLLM's own requirements name.", ""]
     out += _table(["vLLM", "torch pin", "Python", "transformers", "transformers for Qwen3.5", "release wheel CUDA"],
                   [(v, "`==%s`" % e["torch"], "`%s`" % e["python"], "`%s`" % e["transformers"],
                     e["transformers_suggest"] or "none (caps transformers below 5)", e.get("wheel_cuda") or "-")
@@ -130,9 +167,21 @@ def render(m=None):
     out += _table(["flash-attn", "CUDA >=", "torch >=", "newest known"],
                   [(v + ".x", e["min_cuda"], e["min_torch"], e["latest"]) for v, e in sorted(m.FLASH_ATTN.items())])
 
+    out += ["", "## transformers (rule `transformers-known`)", "",
+            "Releases on the package index from the oldest model family floor on (generated):", "",
+            ", ".join(m.TRANSFORMERS_RELEASES) + "."]
+
+    out += ["", "## Model families (rules `model-vllm`, `model-transformers`)", "",
+            "By the name of the repo id after the org (any org), matched in full and case-insensitive,",
+            "the first row that matches. The floors hold with or without a vLLM pin; they are",
+            "necessary for every model of the family, and variants of another architecture (-VL,",
+            "-Omni, -Next) need newer releases, which are not checked.", ""]
+    out += _table(["family", "name (regular expression)", "model_type", "vLLM >=", "transformers >="],
+                  [(f["family"], "`%s`" % f["name"], ", ".join(f["model_types"]), f["min_vllm"], f["min_transformers"])
+                   for f in m.MODEL_FAMILIES])
+
     q = m.QWEN35
-    out += ["", "## Qwen3.5 (rules `qwen35-vllm`, `qwen35-transformers`, `qwen35-model-id`, `qwen35-model-variant`)", "",
-            "- vLLM >= %s, transformers >= %s." % (q["min_vllm"], q["min_transformers"]),
+    out += ["", "## Qwen3.5 repos (rules `qwen35-model-id`, `qwen35-model-variant`)", "",
             "- Sizes: %s." % ", ".join(q["sizes"]),
             "- Repos: %s." % ", ".join("`%s`" % name for name in q["models"]),
             ""]

@@ -156,6 +156,30 @@ def test_guide_stack_is_refused_in_one_round_with_a_stack_that_passes(fleet_run,
     assert _report(rerun, "preflight-guide")["ok"] is True
 
 
+def test_unlisted_vllm_is_refused_and_the_opt_in_keeps_every_other_rule(tmp_path):
+    """The first run's item 4 on the guide's host: Qwen/Qwen3-8B with torch 2.3.1/cu121, transformers 4.41.2 and
+    a vLLM release newer than the matrix. Refused in one round, naming make matrix and the opt-in; with
+    llm_stack_allow_unlisted_versions the release is a warning and the model's transformers floor still stops it."""
+    stack = {"llm_stack_vllm_version": "0.35.0", "llm_stack_model": "Qwen/Qwen3-8B"}
+    extra = tmp_path / "unlisted.yml"
+    extra.write_text(yaml.safe_dump(stack))
+    proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
+    assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]
+    report = _report(json.loads(proc.stdout), "preflight-guide")
+    errors = "\n".join(report["errors"])
+    assert "llm_stack_vllm_version=0.35.0: vLLM 0.35.0 is not in the matrix" in errors
+    assert "run `make matrix`" in errors and "set llm_stack_allow_unlisted_versions: true" in errors
+    assert "Qwen3 models need transformers >= 4.51.0" in errors
+    assert report["suggested"]["vllm_version"] == "0.34.0"
+    extra.write_text(yaml.safe_dump(dict(stack, llm_stack_allow_unlisted_versions=True)))
+    proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
+    assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]
+    report = _report(json.loads(proc.stdout), "preflight-guide")
+    assert not [e for e in report["errors"] if "is not in the matrix" in e], report["errors"]
+    assert [w for w in report["warnings"] if "llm_stack_allow_unlisted_versions=true accepts it" in w]
+    assert [e for e in report["errors"] if "Qwen3 models need transformers >= 4.51.0" in e], report["errors"]
+
+
 def test_host_left_untouched(host):
     # prepare.yml left a marker; nothing on the system may be newer apart
     # from the replayed nvidia-smi data it installed itself.

@@ -69,7 +69,8 @@ def _stack(cuda, torch, tag, python, fa, vllm, transformers, model):
 
 
 def stacks():
-    """(name, stack): every vLLM release x every CUDA build of its torch, plus the stacks of issue 10's Why."""
+    """(name, stack): every vLLM release x every CUDA build of its torch, plus the stacks of issue 10's Why and
+    the unlisted releases of the first run's item 4."""
     found = []
     for vllm in sorted(M.VLLM, key=Version):
         entry = M.VLLM[vllm]
@@ -89,6 +90,11 @@ def stacks():
         ("torch-v", _stack("12.8.1", "v2.10.0", "cu128", "3.12", "2.8.3", "0.19.1", "5.5.4", QWEN)),
         ("torch-rocm", _stack("12.8.1", "2.10.0+rocm6.2", "cu128", "3.12", "2.8.3", "0.19.1", "5.5.4", QWEN)),
         ("vllm-v", _stack("12.8.1", "2.3.1", "cu121", "3.10", "2.6.3", "v0.19.1", "4.41.2", QWEN)),
+        # the first run's item 4: 0.19.1.0 is 0.19.1; a post release and a release newer than the matrix are not
+        ("vllm-0.19.1.0", _stack("12.8.1", "2.10.0", "cu128", "3.12", "2.8.3", "0.19.1.0", "5.5.4", QWEN)),
+        ("vllm-post", _stack("12.8.1", "2.10.0", "cu128", "3.12", "2.8.3", "0.19.1.post1", "5.5.4", QWEN)),
+        ("vllm-next", _stack("13.0.2", "2.14.0", "cu130", "3.12", "2.8.3", "0.35.0", "5.16.1", QWEN)),
+        ("qwen3-guide", _stack("12.1", "2.3.1", "cu121", "3.10", "2.6.3", "0.35.0", "4.41.2", "Qwen/Qwen3-8B")),
     ]
     return found
 

@@ -19,6 +19,7 @@ import pytest
 import gate_grid as G
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat, gate, gate_suggest
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 
 
 # Refused cases without a suggestion checked against every reference stack: one in SAMPLE.
@@ -167,3 +168,25 @@ def test_preflight_through_the_role_gates_gives_the_same_verdict(grid):
                                         row["runfiles"])
             assert not G.errors_of(pasted), (row["name"], result["suggested"])
         assert (result["suggested"] is None) == (row["result"]["suggested"] is None), row["name"]
+
+
+def test_one_release_in_another_spelling_gets_the_same_verdict(grid):
+    """0.19.1.0 is 0.19.1 under PEP 440: the same problems, the same suggestion, on every host."""
+    rows = [row for row in grid if row["stack"]["vllm_version"] == "0.19.1.0"]
+    assert rows
+    for row in rows:
+        plain = G.run(dict(row["params"], vllm_version="0.19.1"))
+        assert sorted(p["rule"] for p in row["result"]["problems"]) == sorted(p["rule"] for p in plain["problems"])
+        assert row["result"]["suggested"] == plain["suggested"], row["name"]
+        assert row["result"]["normalized"]["vllm_version"] == "0.19.1"
+
+
+def test_unlisted_releases_are_refused_and_the_suggestion_is_listed(grid):
+    rows = [row for row in grid if row["stack"]["vllm_version"] in ("0.19.1.post1", "0.35.0")]
+    assert rows
+    for row in rows:
+        assert not row["result"]["ok"]
+        assert "vllm-known" in set(p["rule"] for p in row["result"]["problems"] if p["severity"] == "error")
+        if row["result"]["suggested"]:
+            assert compat.listed(M.VLLM, row["result"]["suggested"]["vllm_version"]), row["name"]
+    assert any(row["result"]["suggested"] for row in rows)

@@ -128,7 +128,7 @@ def test_torch_spellings_the_role_refuses_are_refused_at_preflight(runfiles, tor
 def test_the_guides_stack_is_refused_in_one_round_with_a_stack_that_passes(runfiles):
     result = preflight(GUIDE, runfiles)
     assert result["ok"] is False
-    assert rules(result) == ["cuda-version-format", "qwen35-model-id", "qwen35-transformers", "vllm-torch-pin",
+    assert rules(result) == ["cuda-version-format", "model-transformers", "qwen35-model-id", "vllm-torch-pin",
                              "vllm-transformers"]
     for problem in result["problems"]:
         assert problem["variables"] and problem["part"] in ("matrix", "cuda_toolkit")
@@ -233,3 +233,146 @@ def test_no_suggestion_when_the_pins_pass_or_nothing_passes():
     assert result["suggested"]["torch_cuda"] == "cu118" and result["suggested"]["cuda_version"] == "11.8.0"
     assert gate_suggest.passes(dict(defaults(), gpus=["8.0"], driver_version="450.80.02",
                                     **dict(result["suggested"])))
+
+
+# The first run's items 4 and 5: versions judged by PEP 440, unlisted releases refused, the model's floors.
+
+QWEN3_GUIDE = dict(GUIDE, model="Qwen/Qwen3-8B")
+ALLOW = "llm_stack_allow_unlisted_versions"
+
+
+def unlisted_message(result, rule="vllm-known"):
+    found = [p for p in result["problems"] if p["rule"] == rule]
+    assert len(found) == 1, result["problems"]
+    return found[0]
+
+
+def test_vllm_0_19_1_0_passes_like_0_19_1(runfiles):
+    plain = preflight(defaults(), runfiles)
+    zero = preflight(dict(defaults(), vllm_version="0.19.1.0"), runfiles)
+    assert zero["ok"] is True, zero["errors"]
+    assert rules(zero, "warning") == rules(plain, "warning")
+    assert not [p for p in zero["problems"] if p["rule"] == "vllm-known"]
+    assert zero["normalized"]["vllm_version"] == "0.19.1"
+    # the torch and transformers pins alike
+    same = preflight(dict(defaults(), torch_version="2.10.0.0", transformers_version="5.5.4.0"), runfiles)
+    assert rules(same) == ["torch-version-format"] and same["normalized"]["torch_version"] == "2.10.0"
+    assert 'Fix: set llm_stack_torch_version to "2.10.0"' in same["errors"][0]
+    assert same["normalized"]["transformers_version"] == "5.5.4"
+
+
+@pytest.mark.parametrize("vllm, nearest", [("0.19.1.post1", "0.19.1"), ("0.19.1rc1", "0.19.1"), ("0.19.2", "0.19.1"), ("0.35.0", "0.34.0")])
+def test_unlisted_vllm_is_refused_with_the_variable_and_both_fixes(runfiles, vllm, nearest):
+    result = preflight(dict(defaults(), vllm_version=vllm), runfiles)
+    assert result["ok"] is False
+    assert rules(result) == ["vllm-known"]
+    problem = unlisted_message(result)
+    message = problem["msg"]
+    assert message.startswith("llm_stack_vllm_version=%s: vLLM %s is not in the matrix (it lists %s to %s)"
+                              % (vllm, vllm, M.VLLM_FLOOR, max(M.VLLM, key=compat.Version)))
+    assert "its torch pin, Python range, transformers requirement and release wheel CUDA are not checked" in message
+    fixes = message.split("Fix: ", 1)[1]
+    assert "run `make matrix`" in fixes and "set %s: true" % ALLOW in fixes
+    assert fixes.endswith("set llm_stack_vllm_version to %s (the nearest listed)" % nearest)
+    assert problem["variables"] == ["llm_stack_vllm_version", ALLOW]
+    # the suggestion is the nearest listed release, and it passes (round two)
+    assert result["suggested"]["vllm_version"] == nearest
+    pasted = preflight(G.apply_suggestion(defaults(), result["suggested"]), runfiles)
+    assert pasted["ok"] is True, pasted["errors"]
+
+
+@pytest.mark.parametrize("vllm", ["0.19.1.post1", "0.35.0"])
+def test_unlisted_vllm_with_qwen3_and_old_torch_is_refused_in_one_round(runfiles, vllm):
+    """The issue's case: the guide's torch 2.3.1/cu121 and transformers 4.41.2 for Qwen/Qwen3-8B, vLLM unlisted."""
+    stack = dict(QWEN3_GUIDE, vllm_version=vllm)
+    result = preflight(stack, runfiles)
+    assert result["ok"] is False
+    assert rules(result) == ["cuda-version-format", "model-transformers", "vllm-known"]
+    model = unlisted_message(result, "model-transformers")["msg"]
+    assert model.startswith("llm_stack_model=Qwen/Qwen3-8B / llm_stack_transformers_version=4.41.2: Qwen3 models"
+                            " need transformers >= 4.51.0")
+    # one round: the suggested stack passes the whole gate and every role
+    suggested = result["suggested"]
+    assert suggested["model"] == "Qwen/Qwen3-8B" and suggested["vllm_version"] in M.VLLM
+    again = preflight(G.apply_suggestion(stack, suggested), runfiles)
+    assert again["ok"] is True, again["errors"]
+    assert roles_pass(G.apply_suggestion(stack, suggested), runfiles, again) == {
+        "cuda_toolkit": [], "torch": [], "flash_attn": []}
+
+
+@pytest.mark.parametrize("vllm", ["0.19.1.post1", "0.35.0"])
+def test_the_opt_in_keeps_every_other_rule(runfiles, vllm):
+    stack = dict(QWEN3_GUIDE, vllm_version=vllm)
+    params = dict(G.preflight_params(stack, H100_550, runfiles), allow_unlisted_versions=True)
+    result = G.run(params)
+    assert result["ok"] is False
+    assert rules(result) == ["cuda-version-format", "model-transformers"]
+    warning = unlisted_message(result)
+    assert warning["severity"] == "warning" and "%s=true accepts it" % ALLOW in warning["msg"]
+    # what the release's row would check is not; everything else is
+    assert not [p for p in result["problems"] if p["rule"].startswith("vllm-") and p["rule"] != "vllm-known"]
+    fixed = dict(params, cuda_version="12.1.1", transformers_version="4.51.3")
+    fixed["raw_pins"] = dict(params["raw_pins"], llm_stack_cuda_version="12.1.1",
+                             llm_stack_transformers_version="4.51.3")
+    assert G.run(fixed)["ok"] is True
+    # the same stack without vLLM: the model's floor holds all the same
+    alone = G.run(dict(params, vllm_version=""))
+    assert rules(alone) == ["cuda-version-format", "model-transformers"]
+
+
+def test_vllm_0_34_0_before_the_refresh_is_refused(runfiles, monkeypatch):
+    """What the gate did with 0.34.0 before make matrix added it: refused, no longer waved through."""
+    stack = dict(QWEN3_GUIDE, vllm_version="0.34.0")
+    before = dict((key, value) for key, value in M.VLLM.items() if key != "0.34.0")
+    monkeypatch.setattr(M, "VLLM", before)
+    result = preflight(stack, runfiles)
+    assert rules(result) == ["cuda-version-format", "model-transformers", "vllm-known"]
+    assert "set llm_stack_vllm_version to 0.33.0 (the nearest listed)" in unlisted_message(result)["msg"]
+    monkeypatch.undo()
+    after = preflight(stack, runfiles)
+    assert rules(after) == ["cuda-version-format", "model-transformers", "vllm-python", "vllm-torch-pin",
+                            "vllm-transformers"]
+
+
+@pytest.mark.parametrize("option, value, rule", [("torch_version", "2.15.0", "torch-known"),
+                                                 ("torch_version", "2.10.7", "torch-known"),
+                                                 ("transformers_version", "5.5.5", "transformers-known")])
+def test_unlisted_torch_and_transformers_are_refused_alike(runfiles, option, value, rule):
+    stack = dict(defaults(), vllm_version="", **{option: value})
+    result = preflight(stack, runfiles)
+    assert rule in rules(result)
+    message = unlisted_message(result, rule)["msg"]
+    assert message.startswith("%s=%s:" % (compat.VARIABLES[option], value))
+    assert "make matrix" in message and "set %s: true" % ALLOW in message
+    params = dict(G.preflight_params(stack, H100_550, runfiles), allow_unlisted_versions=True)
+    assert rule in rules(G.run(params), "warning") and rule not in rules(G.run(params))
+
+
+def _flat(tasks):
+    """The tasks of a task file, those inside blocks included."""
+    for task in tasks or []:
+        yield task
+        if isinstance(task, dict):
+            for key in ("block", "rescue", "always"):
+                for inner in _flat(task.get(key)):
+                    yield inner
+
+
+def test_every_gate_call_that_takes_these_pins_passes_the_opt_in():
+    """The opt-in reaches stack_compat from preflight and from each role's own gate (torch's through its action)."""
+    found = 0
+    for root, dummy, files in os.walk(os.path.join(REPO, "roles")):
+        for name in files:
+            if not name.endswith(".yml") or "tasks" not in root:
+                continue
+            with open(os.path.join(root, name)) as handle:
+                tasks = yaml.safe_load(handle) or []
+            for task in _flat(tasks):
+                args = task.get("gpufleet.llm_stack.stack_compat") if isinstance(task, dict) else None
+                if not args or not set(args) & {"vllm_version", "torch_version", "transformers_version"}:
+                    continue
+                found += 1
+                assert args.get("allow_unlisted_versions") == "{{ %s }}" % ALLOW, (root, name, task["name"])
+    assert found >= 3
+    with open(os.path.join(REPO, "roles", "torch", "vars", "main.yml")) as handle:
+        assert yaml.safe_load(handle)["torch_gate_inputs"]["allow_unlisted_versions"] == "{{ %s }}" % ALLOW

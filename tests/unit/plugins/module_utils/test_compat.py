@@ -61,14 +61,15 @@ def stack_defaults():
 def test_issue_example_is_rejected_with_every_problem():
     result = compat.check_stack(ISSUE_EXAMPLE)
     assert result["ok"] is False
-    assert rule_ids(result["errors"]) == ["qwen35-model-id", "qwen35-transformers", "vllm-torch-pin", "vllm-transformers"]
+    assert rule_ids(result["errors"]) == ["model-transformers", "qwen35-model-id", "vllm-torch-pin", "vllm-transformers"]
     by_rule = dict((rule_ids([m])[0], m) for m in result["errors"])
     pin = by_rule["vllm-torch-pin"]
     assert pin.startswith("llm_stack_torch_version=2.3.1 / llm_stack_vllm_version=0.19.1: vLLM 0.19.1 pins torch==2.10.0")
     assert pin.endswith("Fix: set llm_stack_torch_version to 2.10.0")
     assert "https://pypi.org/project/vllm/0.19.1/" in pin
-    qwen = by_rule["qwen35-transformers"]
+    qwen = by_rule["model-transformers"]
     assert "llm_stack_model=Qwen/Qwen3.5-7B / llm_stack_transformers_version=4.41.2" in qwen and ">= 5.2.0" in qwen
+    assert qwen.endswith("Fix: set llm_stack_transformers_version to 5.5.4")
     model = by_rule["qwen35-model-id"]
     for size in M.QWEN35["sizes"]:
         assert "Qwen/Qwen3.5-" + size in model
@@ -125,10 +126,33 @@ CASES = [
     ("python 3.9 with torch 2.10", {"python_version": "3.9"}, ["torch-python", "vllm-python"], []),
     ("vllm 0.19.0 caps transformers below 5", {"vllm_version": "0.19.0"}, ["vllm-transformers"], []),
     ("vllm 0.19.0 and transformers 4.57.6 with Qwen3.5", {"vllm_version": "0.19.0", "transformers_version": "4.57.6"},
-     ["qwen35-transformers"], []),
-    ("vllm 0.16.0 for Qwen3.5", {"vllm_version": "0.16.0"}, ["qwen35-vllm"], ["vllm-known"]),
-    ("vllm newer than the matrix", {"vllm_version": "0.33.0"}, [], ["vllm-known"]),
-    ("torch newer than the matrix", {"torch_version": "2.15.0", "vllm_version": ""}, [], ["torch-known"]),
+     ["model-transformers"], []),
+    ("vllm 0.16.0 for Qwen3.5", {"vllm_version": "0.16.0"}, ["model-vllm", "vllm-known"], []),
+    ("vllm 0.16.0 for Qwen3.5, unlisted accepted", {"vllm_version": "0.16.0", "allow_unlisted_versions": True},
+     ["model-vllm"], ["vllm-known"]),
+    ("vllm newer than the matrix", {"vllm_version": "0.35.0"}, ["vllm-known"], []),
+    ("vllm newer than the matrix, accepted", {"vllm_version": "0.35.0", "allow_unlisted_versions": True},
+     [], ["vllm-known"]),
+    ("vllm 0.34.0 is listed", {"vllm_version": "0.34.0", "torch_version": "2.14.0", "transformers_version": "5.16.1",
+                               "torch_cuda": "cu130", "cuda_version": "13.0.2"}, [], []),
+    ("vllm 0.19.1.0 is 0.19.1", {"vllm_version": "0.19.1.0"}, [], []),
+    ("vllm v0.19.1 is 0.19.1", {"vllm_version": " v0.19.1"}, [], []),
+    ("vllm 0.19.1.post1 is another release", {"vllm_version": "0.19.1.post1"}, ["vllm-known"], []),
+    ("vllm 0.19.1rc1 is another release", {"vllm_version": "0.19.1rc1"}, ["vllm-known"], []),
+    ("torch newer than the matrix", {"torch_version": "2.15.0", "vllm_version": ""}, ["torch-known"], []),
+    ("torch newer than the matrix, accepted", {"torch_version": "2.15.0", "vllm_version": "",
+                                               "allow_unlisted_versions": True}, [], ["torch-known"]),
+    ("torch release the index does not have", {"torch_version": "2.10.7"}, ["torch-known", "vllm-torch-pin"], []),
+    ("torch 2.10.0.0 is 2.10.0", {"torch_version": "2.10.0.0"}, [], []),
+    ("transformers release the index does not have", {"transformers_version": "5.5.5"}, ["transformers-known"], []),
+    ("transformers pre-release, accepted", {"transformers_version": "5.6.0rc1", "allow_unlisted_versions": True},
+     [], ["transformers-known"]),
+    ("Qwen3 without vLLM on transformers 4.50.3", {"model": "Qwen/Qwen3-8B", "vllm_version": "",
+                                                   "transformers_version": "4.50.3"}, ["model-transformers"], []),
+    ("Qwen3 MoE on transformers 4.51.0", {"model": "Qwen/Qwen3-30B-A3B", "vllm_version": "",
+                                          "transformers_version": "4.51.0"}, [], []),
+    ("Qwen2 MoE on transformers 4.39.3", {"model": "Qwen/Qwen2-57B-A14B-Instruct", "vllm_version": "",
+                                          "transformers_version": "4.39.3"}, ["model-transformers"], []),
     ("torch cpu build on a GPU host", {"torch_cuda": "cpu"}, ["torch-cpu-build"], []),
     ("torch cpu build without GPUs", {"torch_cuda": "cpu", "gpus": [], "driver_version": ""}, [], []),
     ("torch local version names the build", {"torch_version": "2.10.0+cu128", "torch_cuda": ""}, [], []),
@@ -147,10 +171,12 @@ CASES = [
     ("Qwen3.5 FP8 variant of a small size", {"model": "Qwen/Qwen3.5-9B-FP8"}, [], ["qwen35-model-variant"]),
     ("Qwen3.5 id in the wrong case", {"model": "Qwen/qwen3.5-9b"}, [], ["qwen35-model-variant"]),
     ("Qwen3.5 MoE", {"model": "Qwen/Qwen3.5-35B-A3B"}, [], []),
-    ("community Qwen3.5 repo: floors only", {"model": "unsloth/Qwen3.5-7B-GGUF", "vllm_version": "0.16.0"},
-     ["qwen35-vllm"], ["vllm-known"]),
+    ("community Qwen3.5 repo: floors only", {"model": "unsloth/Qwen3.5-7B-GGUF", "vllm_version": "0.16.0",
+                                             "allow_unlisted_versions": True}, ["model-vllm"], ["vllm-known"]),
     ("not a Qwen3.5 model", {"model": "Qwen/Qwen2.5-7B-Instruct", "vllm_version": "0.16.0",
-                             "transformers_version": "4.41.2"}, [], ["vllm-known"]),
+                             "transformers_version": "4.41.2", "allow_unlisted_versions": True}, [], ["vllm-known"]),
+    ("a model of no family the matrix has", {"model": "mistralai/Mistral-7B-v0.1", "vllm_version": "",
+                                             "transformers_version": "4.41.2"}, [], []),
 ]
 
 
@@ -251,13 +277,24 @@ def test_matrix_tables_are_consistent():
             assert cuda in M.TORCH_BUILD_ARCHS, (torch, cuda)
         assert Version(entry["python"][0]) <= Version(entry["python"][1])
         assert entry.get("python_source", "torch-release-matrix") in M.SOURCES
+    qwen35 = compat.model_family("Qwen/Qwen3.5-9B")["min_transformers"]
     for vllm, entry in M.VLLM.items():
         assert Version(entry["torch"]).major_minor() in M.TORCH, vllm
+        assert entry["torch"] in M.TORCH_RELEASES, vllm
         suggest = entry["transformers_suggest"]
         if suggest is None:
-            assert not satisfies(M.QWEN35["min_transformers"], entry["transformers"] + ",>=" + M.QWEN35["min_transformers"])
+            assert not [v for v in M.TRANSFORMERS_RELEASES if satisfies(v, entry["transformers"] + ",>=" + qwen35)]
         else:
-            assert satisfies(suggest, entry["transformers"]) and Version(suggest) >= Version(M.QWEN35["min_transformers"])
+            assert satisfies(suggest, entry["transformers"]) and Version(suggest) >= Version(qwen35)
+            assert suggest in M.TRANSFORMERS_RELEASES
+        assert entry["wheel_cuda"] is None or entry["wheel_cuda"] in M.TORCH_BUILD_ARCHS or \
+            Version(entry["wheel_cuda"]).major in M.CUDA_DRIVER_MINIMUM
+    assert min(M.VLLM, key=Version) == M.VLLM_FLOOR
+    for family in M.MODEL_FAMILIES:
+        assert family["min_transformers"] in M.TRANSFORMERS_RELEASES, family["family"]
+        assert Version(family["min_vllm"]) <= Version(M.VLLM_FLOOR) or family["min_vllm"] in M.VLLM
+    for releases in (M.TORCH_RELEASES, M.TRANSFORMERS_RELEASES):
+        assert releases == sorted(releases, key=Version) and len(set(releases)) == len(releases)
     for archs in M.TORCH_BUILD_ARCHS.values():
         for arch in archs["sass"] + archs["ptx"]:
             assert arch in M.ARCH_FIRST_CUDA
