@@ -651,9 +651,9 @@ def role_gate_inputs(params):
     return found
 
 
-def _run_parts(parts, params, problems, seen):
+def _run_parts(parts, params, problems, seen, below_sm80=None):
     p = compat.validate(params)
-    p["flash_attn_below_sm80"] = _text(params.get("flash_attn_below_sm80")) or None
+    p["flash_attn_below_sm80"] = _text(params.get("flash_attn_below_sm80")) or below_sm80
     for part in parts:
         report = Report(part)
         PART_FUNCTIONS[part](p, params, report)
@@ -672,8 +672,13 @@ def evaluate(params):
     parts = parts_of(params)
     problems = []
     seen = set()
-    p = _run_parts(parts, params, problems, seen)
-    for inputs in role_gate_inputs(params):
+    gates = role_gate_inputs(params)
+    # The matrix's flash-attn-below-sm80 rule reads flash_attn_build_below_sm80: a call that does not run part
+    # flash_attn itself (preflight's own) takes it from the role gate that does, with that part's default.
+    below_sm80 = next((_text(inputs.get("flash_attn_below_sm80")) or "skip" for inputs in gates
+                       if "flash_attn" in (inputs.get("parts") or [])), None)
+    p = _run_parts(parts, params, problems, seen, below_sm80)
+    for inputs in gates:
         try:
             _run_parts(parts_of(inputs), inputs, problems, seen)
         except StackInputError as exc:

@@ -149,21 +149,13 @@ def test_no_suggestion_means_no_reference_stack_passes(grid):
 
 
 def test_preflight_through_the_role_gates_gives_the_same_verdict(grid):
-    """Preflight as the role includes it: its own parts (matrix, host), the roles' gates given back (role_gates)."""
+    """Preflight as the role makes its call: its own parts (matrix, host), the roles' gates given back (role_gates),
+    every option through stack_compat's argument spec."""
     for row in grid[::ROLE_GATES_SAMPLE]:
-        gates = []
-        for part in ("cuda_toolkit", "torch", "flash_attn"):
-            params = G.role_params(part, row["stack"], row["profile"], row["runfiles"], row["host_fact"])
-            params["host_pythons"] = list(row["profile"]["pythons"])
-            gates.append({"inputs": gate.inputs_of(params)})
-        params = dict(row["params"], parts=["matrix", "host"], role_gates=gates)
-        for key in ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src", "interpreter",
-                    "venv_python", "host_pythons"):
-            params.pop(key)
+        params = G.preflight_role_gates_params(row["stack"], row["profile"], row["runfiles"], row["host_fact"])
         result = G.run(params)
         assert set(result["errors"]) == _errors(row["result"]), row["name"]
         if result["suggested"]:
             pasted = G.preflight_params(G.apply_suggestion(row["stack"], result["suggested"]), row["profile"],
                                         row["runfiles"])
             assert not G.errors_of(pasted), (row["name"], result["suggested"])
-        assert (result["suggested"] is None) == (row["result"]["suggested"] is None), row["name"]

@@ -233,3 +233,16 @@ def test_no_suggestion_when_the_pins_pass_or_nothing_passes():
     assert result["suggested"]["torch_cuda"] == "cu118" and result["suggested"]["cuda_version"] == "11.8.0"
     assert gate_suggest.passes(dict(defaults(), gpus=["8.0"], driver_version="450.80.02",
                                     **dict(result["suggested"])))
+
+
+def test_a_gpu_below_sm80_passes_preflight_as_flash_attn_build_skips_it(runfiles):
+    """flash_attn_build_below_sm80 (default skip) reaches preflight only through the flash_attn gate's inputs:
+    preflight's own matrix part takes it from there, as flash_attn_build would (a warning, not an error)."""
+    stack = defaults()
+    profile = dict(H100_550, gpus=["7.5"])
+    params = G.preflight_params(stack, profile, runfiles)
+    result = G.run(params)
+    assert result["ok"] is True, result["errors"]
+    again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, gate.host_facts(params, result)))
+    assert again["ok"] is True, again["errors"]
+    assert "flash-attn-below-sm80" in rules(again, "warning")
