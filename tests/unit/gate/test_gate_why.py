@@ -235,6 +235,22 @@ def test_no_suggestion_when_the_pins_pass_or_nothing_passes():
                                     **dict(result["suggested"])))
 
 
+# A real mixed fleet's first run: suggestions for every runfile source.
+
+@pytest.mark.parametrize("mode", G.RUNFILE_MODES)
+def test_the_preflight_call_shape_suggests_a_stack_for_every_runfile_source(runfiles, mode):
+    """The example inventory's setting (cuda_toolkit_runfile_source: controller) reaches preflight through the
+    cuda_toolkit role's gate (role_gates); preflight's own call leaves the runfile options at stack_compat's
+    defaults. A pin that no runfile concerns (a Qwen3.5 size that does not exist) gets its suggestion all the same."""
+    stack = dict(defaults(), model="Qwen/Qwen3.5-7B")
+    profile = dict(H100_550, runfile=mode, toolkit="12.8.1" if mode == "url-no-checksum" else None)
+    params = G.preflight_params(stack, profile, runfiles)
+    fact = gate.host_facts(params, G.run(params))
+    result = G.run(G.preflight_role_gates_params(stack, profile, runfiles, fact))
+    assert rules(result) == ["qwen35-model-id"]
+    assert result["suggested"] == dict(stack, model="Qwen/Qwen3.5-9B")
+
+
 def test_a_gpu_below_sm80_passes_preflight_as_flash_attn_build_skips_it(runfiles):
     """flash_attn_build_below_sm80 (default skip) reaches preflight only through the flash_attn gate's inputs:
     preflight's own matrix part takes it from there, as flash_attn_build would (a warning, not an error)."""
@@ -246,3 +262,35 @@ def test_a_gpu_below_sm80_passes_preflight_as_flash_attn_build_skips_it(runfiles
     again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, gate.host_facts(params, result)))
     assert again["ok"] is True, again["errors"]
     assert "flash-attn-below-sm80" in rules(again, "warning")
+
+
+@pytest.mark.parametrize("mode, step", [
+    ("controller-one", "and set cuda_toolkit_runfile_src to that path"),
+    ("mirror", "# and cuda_toolkit_runfile_url: your mirror's copy of cuda_12.8.1_570.124.06_linux.run"),
+    ("url", "# and cuda_toolkit_runfile_checksum: the md5 of cuda_12.8.1_570.124.06_linux.run from"),
+    ("controller", None),
+])
+def test_a_suggested_release_without_its_runfile_at_hand_names_what_to_download(runfiles, mode, step):
+    """A B200 on CUDA 12.6 and torch's cu126 build (neither knows sm_100): the suggestion moves to cu128 and CUDA
+    12.8.1, whichever the runfile source; where 12.8.1's runfile is not at hand, the block says what to download and
+    set."""
+    stack = dict(defaults(), cuda_version="12.6.3", torch_cuda="cu126")
+    profile = dict(H100_550, gpus=["10.0"], driver="580.159.04", runfile=mode)
+    params = G.preflight_params(stack, profile, runfiles)
+    result = G.run(params)
+    assert rules(result) == ["arch-first-cuda", "torch-build-archs"]
+    assert result["suggested"] == dict(stack, cuda_version="12.8.1", torch_cuda="cu128")
+    block = result["suggested_group_vars"]
+    steps = [line for line in block.splitlines() if line.startswith("# and") or line.startswith("#  ")]
+    if step is None:
+        # every runfile is on the controller: nothing to download
+        assert steps == []
+    else:
+        assert step in block, block
+    if mode == "controller-one":
+        folder = os.path.join(runfiles, "only", "12.6.3")
+        assert "download cuda_12.8.1_570.124.06_linux.run from" in block
+        assert "to %s and set" % os.path.join(folder, "cuda_12.8.1_570.124.06_linux.run") in block
+    # the preflight call shape gives the same block
+    again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, gate.host_facts(params, result)))
+    assert again["suggested_group_vars"] == block
