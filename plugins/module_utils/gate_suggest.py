@@ -330,17 +330,25 @@ def candidates(params, p, problems):
     cur = compat.normalized_pins(p)
     gpus, driver = p["gpus"], p["driver_version"]
     runfiles = Runfiles(params, p)
+    flash_attns = _flash_attns(cur)
     for model in _models(p, problems):
         qwen = _is_qwen35(model)
         for vllm in _vllms(cur):
             if qwen and vllm and vllm in M.VLLM and Version(vllm) < Version(M.QWEN35["min_vllm"]):
                 continue
+            # what depends on vLLM (and torch) alone is worked out once, outside the CUDA loops
+            transformers_options = _transformers(cur, vllm, model)
+            if not transformers_options:
+                continue
             for torch in _torches(cur, vllm):
+                pythons = _pythons(cur, params, torch, vllm)
+                if not pythons:
+                    continue
                 for tag in _torch_cudas(cur, torch, gpus, driver):
                     for cuda in _cudas(cur, tag, gpus, driver, runfiles):
-                        for python in _pythons(cur, params, torch, vllm):
-                            for transformers in _transformers(cur, vllm, model):
-                                for flash_attn in _flash_attns(cur):
+                        for python in pythons:
+                            for transformers in transformers_options:
+                                for flash_attn in flash_attns:
                                     yield {
                                         "cuda_version": cuda, "torch_version": torch, "torch_cuda": tag,
                                         "python_version": python, "flash_attn_version": flash_attn,
