@@ -14,7 +14,10 @@ the roles' tasks/validate.yml do:
 - torch: its pins, the driver and GPUs, python_info's interpreter for
   python<version>, the venv's Python, the wheelhouse and extra packages;
 - flash_attn_build: its pins, the arch list preflight set (the fact
-  llm_stack_host.arch_list), its options, the wheelhouse.
+  llm_stack_host.arch_list), its options, the wheelhouse;
+- vllm_source: its pins (torch's CUDA build among them), the driver,
+  vllm_source_method auto (the default), distribution vllm, target cuda,
+  an empty venv (a first run).
 
 ``preflight_role_gates_params`` builds preflight's own call as the role
 makes it: parts matrix and host, each role's gate given back in
@@ -36,9 +39,9 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import OPTIONS
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version
 
-ALL_PARTS = ["matrix", "host", "cuda_toolkit", "torch", "flash_attn"]
+ALL_PARTS = ["matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm"]
 # The parts a role's own gate runs (tasks/validate.yml), in the order preflight includes them.
-ROLE_PARTS = ["cuda_toolkit", "torch", "flash_attn"]
+ROLE_PARTS = ["cuda_toolkit", "torch", "flash_attn", "vllm"]
 
 # Filled by test_gate_grid.py, printed by conftest.py's pytest_terminal_summary.
 COUNTS = {}
@@ -199,6 +202,7 @@ def preflight_params(stack, profile, runfiles):
         "flash_attn_source": "sdist", "flash_attn_below_sm80": "skip",
         "flash_attn_arch_list": profile["arch_list"],
     })
+    params.update(VLLM_ROLE)
     return params
 
 
@@ -217,7 +221,15 @@ def role_params(part, stack, profile, runfiles, host_fact):
         common.update(dict((key, stack[key]) for key in ("flash_attn_version", "torch_version")))
         common.update({"flash_attn_source": "sdist", "flash_attn_below_sm80": "skip",
                        "flash_attn_arch_list": host_fact["arch_list"]})
+    elif part == "vllm":
+        pins = ("torch_version", "torch_cuda", "python_version", "vllm_version", "transformers_version")
+        common.update(dict((key, stack[key]) for key in pins))
+        common.update(VLLM_ROLE, cpu_only_test_host=profile["test_host"])
     return common
+
+
+# vllm_source's own options as its validate.yml passes them with the role's defaults (a venv without torch yet).
+VLLM_ROLE = {"vllm_method": "auto", "vllm_distribution": "vllm", "vllm_target_device": "cuda", "vllm_venv_torch": ""}
 
 
 # Each stack meets every SPREAD-th host profile, shifted per stack, so that
@@ -271,6 +283,8 @@ def preflight_role_gates_params(stack, profile, runfiles, host_fact):
     own = preflight_params(stack, profile, runfiles)
     for key in ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src", "runfile_url", "interpreter",
                 "venv_python", "host_pythons", "flash_attn_source", "flash_attn_below_sm80", "flash_attn_arch_list"):
+        own.pop(key)
+    for key in VLLM_ROLE:
         own.pop(key)
     own.update({"parts": ["matrix", "host"], "role_gates": gates})
     return module_options(own)

@@ -75,7 +75,7 @@ def test_preflight_pass_means_every_role_passes(grid):
     for row in grid:
         if not row["result"]["ok"]:
             continue
-        for part in ("cuda_toolkit", "torch", "flash_attn"):
+        for part in G.ROLE_PARTS:
             params = G.role_params(part, row["stack"], row["profile"], row["runfiles"], row["host_fact"])
             errors = G.errors_of(params)
             assert not errors, (row["name"], part, errors)
@@ -182,3 +182,27 @@ def test_preflight_through_the_role_gates_gives_the_same_verdict(grid):
         assert set(result["errors"]) == _errors(row["result"]), row["name"]
         assert result["suggested"] == row["result"]["suggested"], row["name"]
         assert result["suggested_group_vars"] == row["result"]["suggested_group_vars"], row["name"]
+
+
+def test_preflight_prints_the_vllm_method_the_role_takes(grid):
+    """vllm_source_method auto: preflight's vllm_method (its report's "vLLM from:" line) is what vllm_source's plan
+    takes on that host, from the same facts (the contract preflight sets)."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
+    seen = set()
+    for row in grid:
+        stack, fact = row["stack"], row["host_fact"]
+        if not stack["vllm_version"]:
+            assert row["result"]["vllm_method"] is None
+            continue
+        choice = (row["result"]["vllm_method"], row["result"]["vllm_method_reason"])
+        assert (fact["vllm_method"], fact["vllm_method_reason"]) == choice
+        inputs = {"method": "auto", "version": stack["vllm_version"], "distribution": "vllm", "target_device": "cuda",
+                  "torch_version": stack["torch_version"], "torch_cuda": stack["torch_cuda"],
+                  "cpu_only_test_host": row["profile"]["test_host"]}
+        # preflight's contract holds the host's GPUs (roles/preflight: contract.gpu)
+        gpu = {"count": len(row["profile"]["gpus"]), "compute_caps": row["profile"]["gpus"],
+               "driver_version": row["profile"]["driver"]}
+        plan = vllm.plan(inputs, {"llm_stack_host": dict(fact, gpu=gpu)})
+        assert (plan["method"], plan["method_reason"]) == choice, row["name"]
+        seen.add(plan["method"])
+    assert seen == {"wheel", "source"}

@@ -118,6 +118,13 @@ def cases(c):
          ["vllm-wheel-torch"], []),
         ("vllm wheel cuda unknown", "vllm", {"vllm_method": "wheel", "vllm_version": "0.18.1",
                                              "transformers_version": "4.57.0"}, [], ["vllm-wheel-cuda-unknown"]),
+        ("vllm wheel torch cuda", "vllm", {"vllm_method": "wheel", "torch_cuda": "cu130"}, ["vllm-wheel-torch-cuda"],
+         []),
+        ("vllm auto", "vllm", {}, [], []),
+        ("vllm auto driver 550", "vllm", {"vllm_method": "auto", "driver_version": "550.54.15"}, [],
+         ["vllm-binary-driver-release"]),
+        ("vllm auto torch cuda", "vllm", {"vllm_method": "auto", "torch_cuda": "cu130"}, [], []),
+        ("vllm auto cuda unknown", "vllm", {"vllm_version": "0.18.1", "transformers_version": "4.57.0"}, [], []),
         # extra
         ("extra", "matrix", {"extra_errors": ["torch_venv=venv must be absolute. Fix: set torch_venv to /opt/venv"]},
          ["role-check"], []),
