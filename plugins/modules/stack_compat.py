@@ -261,9 +261,14 @@ options:
     default: []
   vllm_method:
     description:
-      - Part C(vllm). C(vllm_source_method) - C(source), C(precompiled) or C(wheel). It decides which CUDA the
-        installed binaries were built for (the toolkit for C(source), the release wheel's CUDA of the matrix
-        otherwise), checked against I(driver_version) (rules C(vllm-binary-driver), C(vllm-binary-driver-release)).
+      - Part C(vllm). C(vllm_source_method) - C(auto) (when empty), C(source), C(precompiled) or C(wheel). It decides
+        which CUDA the installed binaries were built for (the toolkit for C(source), the release wheel's CUDA of the
+        matrix otherwise), checked against I(driver_version) (rules C(vllm-binary-driver),
+        C(vllm-binary-driver-release)), and for C(wheel) the CUDA major of I(torch_cuda) (rule
+        C(vllm-wheel-torch-cuda)).
+      - C(auto) is resolved as the vllm_source role resolves it (the release wheel where its CUDA runs on
+        I(driver_version), its torch pin is I(torch_version) and I(torch_cuda) has its CUDA major, else C(source)),
+        and the part judges that method; RV(vllm_method) and RV(vllm_method_reason) say which and why.
       - Part C(vllm) also applies the matrix's C(vllm-*) rules (torch pin, Python, transformers) to the pins given.
     type: str
   vllm_distribution:
@@ -587,6 +592,18 @@ cuda_runfile:
       description: The driver bundled with the release.
       type: str
       sample: "570.124.06"
+vllm_method:
+  description:
+    - The method of the vllm_source role on this host, as the part C(vllm) judged it (run by this call or by one of
+      O(role_gates)) - O(vllm_method) as set, or what C(auto) resolves to; null without part C(vllm).
+  returned: always
+  type: str
+  sample: wheel
+vllm_method_reason:
+  description: Why RV(vllm_method), naming the condition that decided; null without part C(vllm).
+  returned: always
+  type: str
+  sample: "auto: driver 580.159.04 runs vLLM 0.19.1's release wheel (CUDA 12.9, torch==2.10.0); ..."
 inputs:
   description:
     - The options this call's parts read (empty ones left out), for O(role_gates) of a later call.
@@ -604,8 +621,8 @@ ansible_facts:
   contains:
     llm_stack_host:
       description:
-        - O(contract) merged with C(ok), C(errors), C(warnings), C(suggested), C(stack), C(arch_list) and
-          C(arch_list_source).
+        - O(contract) merged with C(ok), C(errors), C(warnings), C(suggested), C(stack), C(arch_list),
+          C(arch_list_source), C(vllm_method) and C(vllm_method_reason) (RV(vllm_method), RV(vllm_method_reason)).
         - C(stack) holds the normalized pins C(cuda_version), C(torch_version), C(torch_cuda), C(python_version),
           C(flash_attn_version), C(vllm_version), C(transformers_version) and C(model).
         - C(arch_list) is the inventory's override when set, else the GPUs' own; C(arch_list_source) says which
@@ -619,6 +636,8 @@ ansible_facts:
         stack: {cuda_version: "12.8.1", torch_version: "2.10.0", torch_cuda: cu128, python_version: "3.12"}
         arch_list: "9.0"
         arch_list_source: gpus
+        vllm_method: wheel
+        vllm_method_reason: "auto: driver 580.159.04 runs vLLM 0.19.1's release wheel (CUDA 12.9, torch==2.10.0); ..."
         venv: /opt/llm-stack/venv
 """
 

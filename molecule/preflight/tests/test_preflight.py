@@ -91,6 +91,10 @@ def test_h200_report_matches_the_real_capture(fleet_run):
     summary = _task_result(fleet_run, "preflight-h200", "Show the preflight report")["msg"]
     assert summary[0] == "preflight preflight-h200: PASS"
     assert any("NVIDIA H200" in line and "9.0" in line for line in summary)
+    # vllm_source_method auto: driver 580 runs vLLM 0.19.1's release wheel (CUDA 12.9), which fits torch 2.10.0+cu128.
+    assert report["vllm_method"] == "wheel"
+    assert report["vllm_method_reason"].startswith("auto: driver 580.159.04 runs vLLM 0.19.1's release wheel")
+    assert "vLLM from: wheel (%s)" % report["vllm_method_reason"] in summary
 
 
 def test_old_driver_host_fails_with_each_problem_and_fix(fleet_run):
@@ -98,9 +102,15 @@ def test_old_driver_host_fails_with_each_problem_and_fix(fleet_run):
     report = _report(fleet_run, "preflight-t4old")
     assert report["ok"] is False
     errors = "\n".join(report["errors"])
-    # Driver 470 is too old for CUDA 12.8, and FA2 needs sm80.
+    # Driver 470 is too old for CUDA 12.8.
     assert "llm_stack_cuda_version" in errors and "470" in errors
-    assert "llm_stack_flash_attn_version" in errors and "7.5" in errors
+    # FA2 needs sm80: flash_attn_build leaves the T4 out (flash_attn_build_below_sm80: skip, the default), so
+    # preflight warns as the role would, and does not refuse the host for it.
+    warnings = "\n".join(report["warnings"])
+    assert "llm_stack_flash_attn_version" in warnings and "7.5" in warnings
+    assert "flash_attn_build_below_sm80=skip" in warnings and "FlashAttention-2" not in errors
+    # vllm_source_method auto: driver 470 runs no CUDA 12, so not vLLM 0.19.1's release wheel either.
+    assert report["vllm_method"] == "source" and "driver 470" in report["vllm_method_reason"]
     # The old driver has no compute_cap field: the capability came from a fallback.
     assert report["gpu"]["compute_caps"] == ["7.5"]
     assert report["gpu"]["compute_cap_source"] != "query"

@@ -14,7 +14,16 @@ the roles' tasks/validate.yml do:
 - torch: its pins, the driver and GPUs, python_info's interpreter for
   python<version>, the venv's Python, the wheelhouse and extra packages;
 - flash_attn_build: its pins, the arch list preflight set (the fact
-  llm_stack_host.arch_list), its options, the wheelhouse.
+  llm_stack_host.arch_list), its options, the wheelhouse;
+- vllm_source: its pins (torch's CUDA build among them), the driver,
+  vllm_source_method auto (the default), distribution vllm, target cuda,
+  an empty venv (a first run).
+
+``preflight_role_gates_params`` builds preflight's own call as the role
+makes it: parts matrix and host, each role's gate given back in
+``role_gates``, every option through stack_compat's argument spec (so the
+options preflight leaves out hold their defaults, runfile_source url among
+them).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,9 +36,12 @@ import os
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import OPTIONS
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version
 
-ALL_PARTS = ["matrix", "host", "cuda_toolkit", "torch", "flash_attn"]
+ALL_PARTS = ["matrix", "host", "cuda_toolkit", "torch", "flash_attn", "vllm"]
+# The parts a role's own gate runs (tasks/validate.yml), in the order preflight includes them.
+ROLE_PARTS = ["cuda_toolkit", "torch", "flash_attn", "vllm"]
 
 # Filled by test_gate_grid.py, printed by conftest.py's pytest_terminal_summary.
 COUNTS = {}
@@ -53,8 +65,12 @@ DRIVERS = ["450.80.02", "470.182.03", "525.60.13", "535.104.05", "550.54.15", "5
 # Installed toolkit: none, or one release.
 TOOLKITS = [None, "12.8.1", "13.0.2", "12.6.3"]
 
-# Runfile settings: the hosts download it with a checksum, without one, or a controller copy.
-RUNFILE_MODES = ["url", "url-no-checksum", "controller"]
+# Runfile settings (cuda_toolkit_runfile_*): the hosts download it from NVIDIA with a checksum, or without one;
+# a controller copy, in a folder that holds the runfile of every release ("controller") or the pinned release's
+# alone ("controller-one", the example inventory's setting); the hosts download it from an internal mirror
+# (cuda_toolkit_runfile_url) with a checksum ("mirror").
+RUNFILE_MODES = ["url", "url-no-checksum", "controller", "controller-one", "mirror"]
+MIRROR = "https://mirror.example.internal/nvidia/cuda/"
 
 # Pythons the host has (each with its venv module), and an existing venv's Python.
 PYTHONS = [(["3.12"], None), (["3.10", "3.11", "3.12"], None), (["3.12"], "3.12"), ([], None)]
@@ -124,12 +140,15 @@ def host_profiles():
 
 
 def controller_dir(tmpdir):
-    """A controller directory holding the runfile of every known release (empty files)."""
+    """A controller directory holding the runfile of every known release (empty files), and under only/<release>/
+    a folder per release holding that release's runfile alone."""
     path = os.path.join(tmpdir, "runfiles")
     if not os.path.isdir(path):
         os.makedirs(path)
-        for entry in M.CUDA_RUNFILES.values():
+        for release, entry in M.CUDA_RUNFILES.items():
             open(os.path.join(path, entry["name"]), "w").close()
+            os.makedirs(os.path.join(path, "only", release))
+            open(os.path.join(path, "only", release, entry["name"]), "w").close()
     return path
 
 
@@ -150,14 +169,21 @@ def host_inputs(stack, profile, runfiles):
         python_mm = python
     found = python_mm in profile["pythons"]
     runfile = compat.runfile_for(_release(stack))
+    name = runfile["name"] if runfile else "cuda_%s_linux.run" % _release(stack)
+    mode = profile["runfile"]
+    src = ""
+    if mode == "controller":
+        src = os.path.join(runfiles, name)
+    elif mode == "controller-one":
+        src = os.path.join(runfiles, "only", _release(stack), name)
     return {
         "gpus": list(profile["gpus"]),
         "driver_version": profile["driver"],
         "toolkit_installed": profile["toolkit"] is not None and profile["toolkit"] == stack["cuda_version"],
-        "runfile_source": "controller" if profile["runfile"] == "controller" else "url",
-        "runfile_checksum": "md5:" + "0" * 32 if profile["runfile"] == "url" else "",
-        "runfile_src": os.path.join(runfiles, runfile["name"] if runfile else "cuda_%s_linux.run" % _release(stack))
-        if profile["runfile"] == "controller" else "",
+        "runfile_source": "controller" if mode.startswith("controller") else "url",
+        "runfile_checksum": "md5:" + "0" * 32 if mode in ("url", "mirror") else "",
+        "runfile_src": src,
+        "runfile_url": MIRROR + name if mode == "mirror" else "",
         "interpreter": {"found": found, "executable": "/usr/bin/python%s" % python_mm if found else None,
                         "version": python_mm + ".3" if found else None, "venv": found, "ensurepip": found,
                         "error": None if found else "python%s: not found" % python_mm},
@@ -182,6 +208,7 @@ def preflight_params(stack, profile, runfiles):
         "flash_attn_source": "sdist", "flash_attn_below_sm80": "skip",
         "flash_attn_arch_list": profile["arch_list"],
     })
+    params.update(VLLM_ROLE)
     return params
 
 
@@ -192,7 +219,7 @@ def role_params(part, stack, profile, runfiles, host_fact):
               "driver_version": host["driver_version"]}
     if part == "cuda_toolkit":
         common.update(dict((key, host[key]) for key in
-                           ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src")))
+                           ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src", "runfile_url")))
     elif part == "torch":
         common.update(dict((key, stack[key]) for key in ("torch_version", "torch_cuda", "python_version")))
         common.update(dict((key, host[key]) for key in ("interpreter", "venv_python")))
@@ -200,7 +227,15 @@ def role_params(part, stack, profile, runfiles, host_fact):
         common.update(dict((key, stack[key]) for key in ("flash_attn_version", "torch_version")))
         common.update({"flash_attn_source": "sdist", "flash_attn_below_sm80": "skip",
                        "flash_attn_arch_list": host_fact["arch_list"]})
+    elif part == "vllm":
+        pins = ("torch_version", "torch_cuda", "python_version", "vllm_version", "transformers_version")
+        common.update(dict((key, stack[key]) for key in pins))
+        common.update(VLLM_ROLE, cpu_only_test_host=profile["test_host"])
     return common
+
+
+# vllm_source's own options as its validate.yml passes them with the role's defaults (a venv without torch yet).
+VLLM_ROLE = {"vllm_method": "auto", "vllm_distribution": "vllm", "vllm_target_device": "cuda", "vllm_venv_torch": ""}
 
 
 # Each stack meets every SPREAD-th host profile, shifted per stack, so that
@@ -223,6 +258,42 @@ def apply_suggestion(stack, suggested):
     new = dict(stack)
     new.update(suggested)
     return new
+
+
+def after_steps(profile):
+    """The host profile once the steps the suggested block names are done: a runfile of another release is
+    downloaded (host_inputs points a controller source at the pasted release's file, a mirror URL at its name) and
+    its checksum set."""
+    if profile["runfile"] == "url-no-checksum":
+        return dict(profile, runfile="url")
+    return profile
+
+
+def module_options(params):
+    """params as stack_compat's argument spec makes them (defaults filled in), as a role's task hands them over."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+    given = dict((key, value) for key, value in params.items() if value is not None)
+    validated = ArgumentSpecValidator(OPTIONS).validate(given)
+    assert not validated.error_messages, validated.error_messages
+    return validated.validated_parameters
+
+
+def preflight_role_gates_params(stack, profile, runfiles, host_fact):
+    """preflight's own stack_compat call as roles/preflight makes it: parts matrix and host, with the role gates'
+    results (their inputs) in role_gates; each call through the module's argument spec."""
+    gates = []
+    for part in ROLE_PARTS:
+        params = role_params(part, stack, profile, runfiles, host_fact)
+        params["host_pythons"] = list(profile["pythons"])
+        gates.append({"inputs": gate.inputs_of(module_options(params))})
+    own = preflight_params(stack, profile, runfiles)
+    for key in ("toolkit_installed", "runfile_source", "runfile_checksum", "runfile_src", "runfile_url", "interpreter",
+                "venv_python", "host_pythons", "flash_attn_source", "flash_attn_below_sm80", "flash_attn_arch_list"):
+        own.pop(key)
+    for key in VLLM_ROLE:
+        own.pop(key)
+    own.update({"parts": ["matrix", "host"], "role_gates": gates})
+    return module_options(own)
 
 
 def run(params):

@@ -23,7 +23,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_m
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import StackInputError
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-ROLE_PARTS = ("cuda_toolkit", "torch", "flash_attn")
+ROLE_PARTS = tuple(G.ROLE_PARTS)
 
 
 def defaults():
@@ -66,9 +66,11 @@ def test_driver_550_with_the_defaults_passes_preflight_and_every_role(runfiles):
     stack = defaults()
     result = preflight(stack, runfiles)
     assert result["ok"] is True, result["errors"]
-    # the one driver rule: below the release's bundled driver is a warning, never an error
-    assert rules(result, "warning") == ["cuda-driver-release", "torch-driver-release"]
-    assert roles_pass(stack, runfiles, result) == {"cuda_toolkit": [], "torch": [], "flash_attn": []}
+    # the one driver rule: below the release's bundled driver is a warning, never an error; vllm_source_method auto
+    # takes vLLM 0.19.1's release wheel (CUDA 12.9) here, through minor version compatibility
+    assert rules(result, "warning") == ["cuda-driver-release", "torch-driver-release", "vllm-binary-driver-release"]
+    assert result["vllm_method"] == "wheel"
+    assert roles_pass(stack, runfiles, result) == {"cuda_toolkit": [], "torch": [], "flash_attn": [], "vllm": []}
     assert compat.driver_runtime_problems("550.54.15", "cu128")[0][:2] == ("warning", "torch-driver-release")
     assert compat.driver_runtime_problems("470.182.03", "cu128")[0][:2] == ("error", "torch-driver")
 
@@ -143,7 +145,7 @@ def test_the_guides_stack_is_refused_in_one_round_with_a_stack_that_passes(runfi
     again = preflight(stack, runfiles)
     assert again["ok"] is True, again["errors"]
     assert "cu121" not in " ".join(again["compat_warnings"])
-    assert roles_pass(stack, runfiles, again) == {"cuda_toolkit": [], "torch": [], "flash_attn": []}
+    assert roles_pass(stack, runfiles, again) == {"cuda_toolkit": [], "torch": [], "flash_attn": [], "vllm": []}
 
 
 def test_suggested_group_vars_quotes_versions():
@@ -297,7 +299,7 @@ def test_unlisted_vllm_with_qwen3_and_old_torch_is_refused_in_one_round(runfiles
     again = preflight(G.apply_suggestion(stack, suggested), runfiles)
     assert again["ok"] is True, again["errors"]
     assert roles_pass(G.apply_suggestion(stack, suggested), runfiles, again) == {
-        "cuda_toolkit": [], "torch": [], "flash_attn": []}
+        "cuda_toolkit": [], "torch": [], "flash_attn": [], "vllm": []}
 
 
 @pytest.mark.parametrize("vllm", ["0.19.1.post1", "0.35.0"])
@@ -376,3 +378,112 @@ def test_every_gate_call_that_takes_these_pins_passes_the_opt_in():
     assert found >= 3
     with open(os.path.join(REPO, "roles", "torch", "vars", "main.yml")) as handle:
         assert yaml.safe_load(handle)["torch_gate_inputs"]["allow_unlisted_versions"] == "{{ %s }}" % ALLOW
+
+
+# A real mixed fleet's first run: suggestions for every runfile source.
+
+@pytest.mark.parametrize("mode", G.RUNFILE_MODES)
+def test_the_preflight_call_shape_suggests_a_stack_for_every_runfile_source(runfiles, mode):
+    """The example inventory's setting (cuda_toolkit_runfile_source: controller) reaches preflight through the
+    cuda_toolkit role's gate (role_gates); preflight's own call leaves the runfile options at stack_compat's
+    defaults. A pin that no runfile concerns (a Qwen3.5 size that does not exist) gets its suggestion all the same."""
+    stack = dict(defaults(), model="Qwen/Qwen3.5-7B")
+    profile = dict(H100_550, runfile=mode, toolkit="12.8.1" if mode == "url-no-checksum" else None)
+    params = G.preflight_params(stack, profile, runfiles)
+    fact = gate.host_facts(params, G.run(params))
+    result = G.run(G.preflight_role_gates_params(stack, profile, runfiles, fact))
+    assert rules(result) == ["qwen35-model-id"]
+    assert result["suggested"] == dict(stack, model="Qwen/Qwen3.5-9B")
+
+
+def test_a_gpu_below_sm80_passes_preflight_as_flash_attn_build_skips_it(runfiles):
+    """flash_attn_build_below_sm80 (default skip) reaches preflight only through the flash_attn gate's inputs:
+    preflight's own matrix part takes it from there, as flash_attn_build would (a warning, not an error)."""
+    stack = defaults()
+    profile = dict(H100_550, gpus=["7.5"])
+    params = G.preflight_params(stack, profile, runfiles)
+    result = G.run(params)
+    assert result["ok"] is True, result["errors"]
+    again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, gate.host_facts(params, result)))
+    assert again["ok"] is True, again["errors"]
+    assert "flash-attn-below-sm80" in rules(again, "warning")
+
+
+@pytest.mark.parametrize("mode, step", [
+    ("controller-one", "and set cuda_toolkit_runfile_src to that path"),
+    ("mirror", "# and cuda_toolkit_runfile_url: your mirror's copy of cuda_12.8.1_570.124.06_linux.run"),
+    ("url", "# and cuda_toolkit_runfile_checksum: the md5 of cuda_12.8.1_570.124.06_linux.run from"),
+    ("controller", None),
+])
+def test_a_suggested_release_without_its_runfile_at_hand_names_what_to_download(runfiles, mode, step):
+    """A B200 on CUDA 12.6 and torch's cu126 build (neither knows sm_100): the suggestion moves to cu128 and CUDA
+    12.8.1, whichever the runfile source; where 12.8.1's runfile is not at hand, the block says what to download and
+    set."""
+    stack = dict(defaults(), cuda_version="12.6.3", torch_cuda="cu126")
+    profile = dict(H100_550, gpus=["10.0"], driver="580.159.04", runfile=mode)
+    params = G.preflight_params(stack, profile, runfiles)
+    result = G.run(params)
+    assert rules(result) == ["arch-first-cuda", "torch-build-archs"]
+    assert result["suggested"] == dict(stack, cuda_version="12.8.1", torch_cuda="cu128")
+    block = result["suggested_group_vars"]
+    steps = [line for line in block.splitlines() if line.startswith("# and") or line.startswith("#  ")]
+    if step is None:
+        # every runfile is on the controller: nothing to download
+        assert steps == []
+    else:
+        assert step in block, block
+    if mode == "controller-one":
+        folder = os.path.join(runfiles, "only", "12.6.3")
+        assert "download cuda_12.8.1_570.124.06_linux.run from" in block
+        assert "to %s and set" % os.path.join(folder, "cuda_12.8.1_570.124.06_linux.run") in block
+    # the preflight call shape gives the same block
+    again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, gate.host_facts(params, result)))
+    assert again["suggested_group_vars"] == block
+
+
+# A real mixed fleet's first run: vllm_source_method auto, the default.
+
+@pytest.mark.parametrize("driver, method, why", [
+    ("550.54.15", "wheel", "auto: driver 550.54.15 runs vLLM 0.19.1's release wheel (CUDA 12.9, torch==2.10.0) through"
+                           " minor version compatibility; its torch pin is the stack's torch, and torch's cu128 build"
+                           " brings the CUDA 12 runtime its kernels link"),
+    ("570.133.20", "wheel", "auto: driver 570.133.20 runs vLLM 0.19.1's release wheel (CUDA 12.9, torch==2.10.0)"
+                            " through minor version compatibility;"),
+    ("580.159.04", "wheel", "auto: driver 580.159.04 runs vLLM 0.19.1's release wheel (CUDA 12.9, torch==2.10.0); its"
+                            " torch pin"),
+])
+def test_the_example_stack_takes_the_release_wheel_on_drivers_550_570_580(runfiles, driver, method, why):
+    """The example inventory's stack (vLLM 0.19.1, torch 2.10.0+cu128): preflight says which method vllm_source
+    takes and why, in its result, in the host's contract (the report's "vLLM from:" line) and through the role gates'
+    call shape, and every role's own gate passes."""
+    stack = defaults()
+    profile = dict(H100_550, driver=driver, runfile="controller")
+    params = G.preflight_params(stack, profile, runfiles)
+    result = G.run(params)
+    assert result["ok"] is True, result["errors"]
+    assert result["vllm_method"] == method and result["vllm_method_reason"].startswith(why)
+    fact = gate.host_facts(params, result)
+    assert (fact["vllm_method"], fact["vllm_method_reason"]) == (method, result["vllm_method_reason"])
+    again = G.run(G.preflight_role_gates_params(stack, profile, runfiles, fact))
+    assert (again["vllm_method"], again["vllm_method_reason"]) == (method, result["vllm_method_reason"])
+    # the driver released with CUDA 12.9 is 575.51.03: below it, the warning of minor version compatibility
+    assert ("vllm-binary-driver-release" in rules(result, "warning")) == (driver != "580.159.04")
+    assert roles_pass(stack, runfiles, result, driver=driver, runfile="controller") == {
+        "cuda_toolkit": [], "torch": [], "flash_attn": [], "vllm": []}
+
+
+def test_a_cu128_fleet_on_vllm_0_20_builds_from_source_and_says_why(runfiles):
+    """vLLM 0.20.0's release wheel is CUDA 13.0 (libcudart.so.13); torch 2.11.0's cu128 build brings the CUDA 12
+    runtime, the build a fleet on 570 drivers runs: auto takes source, and preflight says why."""
+    stack = dict(defaults(), vllm_version="0.20.0", torch_version="2.11.0", transformers_version="5.5.4")
+    profile = dict(H100_550, driver="570.133.20")
+    result = G.run(G.preflight_params(stack, profile, runfiles))
+    assert result["ok"] is True, result["errors"]
+    assert result["vllm_method"] == "source"
+    assert "links libcudart.so.13, which torch's cu128 build does not bring" in result["vllm_method_reason"]
+    # on a build host (no driver) of the same fleet: the pins decide, and they say source too
+    build = dict(profile, gpus=[], driver=None, require_gpu=False, arch_list="8.0;9.0")
+    assert G.run(G.preflight_params(stack, build, runfiles))["vllm_method"] == "source"
+    # with the example stack, a build host takes the wheel: nothing runs vLLM's kernels there
+    result = G.run(G.preflight_params(defaults(), build, runfiles))
+    assert result["vllm_method"] == "wheel" and "no NVIDIA driver (a build host)" in result["vllm_method_reason"]

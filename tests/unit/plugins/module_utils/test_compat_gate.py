@@ -141,6 +141,13 @@ def cases(c):
          ["serve-preset"], []),
         ("serve unknown model", "serve", {"gpu_count": 1, "serve_model": "Example/model",
                                           "serve_gpu_memory_utilization": "0.9"}, [], ["serve-not-checked"]),
+        ("vllm wheel torch cuda", "vllm", {"vllm_method": "wheel", "torch_cuda": "cu130"}, ["vllm-wheel-torch-cuda"],
+         []),
+        ("vllm auto", "vllm", {}, [], []),
+        ("vllm auto driver 550", "vllm", {"vllm_method": "auto", "driver_version": "550.54.15"}, [],
+         ["vllm-binary-driver-release"]),
+        ("vllm auto torch cuda", "vllm", {"vllm_method": "auto", "torch_cuda": "cu130"}, [], []),
+        ("vllm auto cuda unknown", "vllm", {"vllm_version": "0.18.1", "transformers_version": "4.57.0"}, [], []),
         # extra
         ("extra", "matrix", {"extra_errors": ["torch_venv=venv must be absolute. Fix: set torch_venv to /opt/venv"]},
          ["role-check"], []),

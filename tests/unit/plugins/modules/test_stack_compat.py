@@ -67,8 +67,11 @@ def test_default_part_is_the_matrix_and_returns_every_key(run_module):
     kind, result, dummy = run_module(stack_compat.main, dict(GOOD))
     assert kind == "exit"
     assert sorted(result) == sorted(["changed", "ok", "errors", "compat_warnings", "problems", "torch_cuda_arch_list",
-                                     "suggested", "suggested_group_vars", "normalized", "cuda_runfile", "inputs"])
+                                     "suggested", "suggested_group_vars", "normalized", "cuda_runfile",
+                                     "vllm_method", "vllm_method_reason", "inputs"])
     assert result["suggested"] is None and result["suggested_group_vars"] == ""
+    # no part vllm: no method
+    assert result["vllm_method"] is None and result["vllm_method_reason"] is None
     assert result["normalized"]["torch_cuda_version"] == "12.8" and result["normalized"]["cuda_major_minor"] == "12.8"
     assert result["cuda_runfile"]["name"] == "cuda_12.8.1_570.124.06_linux.run"
     assert "ansible_facts" not in result
@@ -109,6 +112,17 @@ def test_facts_merge_the_contract(run_module):
     assert host["stack"]["vllm_version"] == "0.19.1"
     assert sorted(host["stack"]) == sorted(["cuda_version", "torch_version", "torch_cuda", "python_version",
                                             "flash_attn_version", "vllm_version", "transformers_version", "model"])
+
+
+def test_facts_carry_the_vllm_method_of_vllm_sources_gate(run_module):
+    """preflight: the vllm part runs in vllm_source's gate (role_gates); the contract says how that host gets vLLM."""
+    kind, gate, dummy = run_module(stack_compat.main, dict(GOOD, parts=["vllm"], driver_version="470.182.03"))
+    assert kind == "exit" and gate["vllm_method"] == "source"
+    assert gate["vllm_method_reason"].startswith("auto: driver 470.182.03 does not run vLLM 0.19.1's release wheel")
+    kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "host"], gpu_count=1, facts=True,
+                                                             role_gates=[{"inputs": gate["inputs"]}]))
+    host = result["ansible_facts"]["llm_stack_host"]
+    assert (host["vllm_method"], host["vllm_method_reason"]) == (gate["vllm_method"], gate["vllm_method_reason"])
 
 
 def test_host_part_numbers_in_the_inventory(run_module):
