@@ -11,6 +11,8 @@
   no_log, from its own input fields, as extra vars only;
 - every option awx/configure.yml gives an awx.awx module is one the installed
   awx.awx module has (its argument spec, read with ansible-doc --json);
+- no template asks for extra variables on launch: a launcher gives the
+  survey's variables and no other;
 - meta/execution-environment.yml is ansible-builder v3 and pins the
   ansible-core of requirements.txt.
 Each check is shown to fail on a broken copy of the assets.
@@ -246,6 +248,19 @@ def check_workflow(workflow, templates, groups):
     return problems
 
 
+def check_launch_prompts(configure):
+    """Templates take at launch the survey's variables only: ask_variables_on_launch is false (literally) on each."""
+    problems = []
+    for play in configure:
+        for task in play.get("tasks", []):
+            for module in ("awx.awx.job_template", "awx.awx.workflow_job_template"):
+                if module in task and task[module].get("ask_variables_on_launch", False) is not False:
+                    problems.append("%s: ask_variables_on_launch is %r: a launcher could set any variable (the index "
+                                    "URL, the mirror, a token); set it to false, the surveys give what may be asked"
+                                    % (task.get("name"), task[module]["ask_variables_on_launch"]))
+    return problems
+
+
 def check_assets(assets, configure, options, playbooks, awx_options):
     problems = []
     questions = assets["llm_stack_awx_questions"]
@@ -268,6 +283,7 @@ def check_assets(assets, configure, options, playbooks, awx_options):
     problems.extend(check_credential_type(assets["llm_stack_awx_credential_type"], options))
     for workflow in assets.get("llm_stack_awx_workflows", []):
         problems.extend(check_workflow(workflow, assets["llm_stack_awx_job_templates"], inventory_groups()))
+    problems.extend(check_launch_prompts(configure))
     for task, module, used in configure_module_calls(configure):
         unknown = sorted(set(used) - awx_options.get(module, set()))
         if unknown:
@@ -323,6 +339,14 @@ def test_the_workflow_the_docs_recommend_is_defined(world):
 def test_the_credential_type_injects_the_token_and_the_api_key(world):
     injected = world["assets"]["llm_stack_awx_credential_type"]["injectors"]["extra_vars"]
     assert {"qwen_model_fetch_token", "vllm_serve_api_key"} <= set(injected)
+    # The index takes no uploads: no host needs a password for it.
+    assert not [name for name in injected if "index_password" in name]
+
+
+def test_templates_take_the_surveys_variables_only(world):
+    templates = [t for play in world["configure"] for t in play.get("tasks", []) if "awx.awx.job_template" in t]
+    assert templates and all(t["awx.awx.job_template"]["ask_variables_on_launch"] is False for t in templates)
+    assert check_launch_prompts(world["configure"]) == []
 
 
 def _template(assets, name):
@@ -386,6 +410,11 @@ def break_workflow_coverage(assets, _configure):
         links[:] = [link for link in links if link["identifier"] != "site h200"]
 
 
+def break_launch_variables(_assets, configure):
+    task = [t for t in configure[0]["tasks"] if "awx.awx.job_template" in t][0]
+    task["awx.awx.job_template"]["ask_variables_on_launch"] = True
+
+
 def break_module_option(_assets, configure):
     task = [t for t in configure[0]["tasks"] if "awx.awx.job_template" in t][0]
     task["awx.awx.job_template"]["slices"] = 3
@@ -402,6 +431,7 @@ def break_module_option(_assets, configure):
     (break_injector_env, "injects env: the secrets go in extra_vars only"),
     (break_playbook_default, "survey variable llm_stack_serial: survey default '25%', the playbooks' default(s) 100%"),
     (break_module_option, "awx.awx.job_template has no option(s) ['slices']"),
+    (break_launch_variables, "ask_variables_on_launch is True: a launcher could set any variable"),
     (break_workflow_template, "runs 'llm_stack sight', not a job template of the assets"),
     (break_workflow_limit, "limits to l4, not a group of the inventory"),
     (break_workflow_coverage, "the fleet is"),
