@@ -31,6 +31,13 @@ def hf_download_command(params, progress_bars=True):
 def hf_seed_host(play_hosts, complete, chosen=""):
     """The host that downloads first: the one chosen, else the first of the play whose copy is not complete."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download
+    if not isinstance(play_hosts, (list, tuple)) or not all(isinstance(host, str) for host in play_hosts):
+        raise AnsibleFilterError("hf_seed_host: the input must be the list of host names (ansible_play_batch)")
+    if not isinstance(complete, (list, tuple)):
+        raise AnsibleFilterError("hf_seed_host: complete must be a list, one flag per host")
+    if chosen is not None and not isinstance(chosen, str):
+        raise AnsibleFilterError("hf_seed_host: the chosen host (qwen_model_fetch_seed_host) must be a host name, "
+                                 "got %s" % type(chosen).__name__)
     try:
         return hf_download.seed_host(play_hosts, complete, chosen or "")
     except hf_download.InputError as exc:

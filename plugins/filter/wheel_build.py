@@ -28,8 +28,11 @@ def wheel_build_plan(inputs):
 def wheel_build_builder(batch, hostvars, entry):
     """The host of batch that builds entry ('' when none needs it), from each host's wheel_build_state."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
-    if not isinstance(batch, (list, tuple)):
-        raise AnsibleFilterError("wheel_build_builder: the input must be the list of hosts (ansible_play_batch)")
+    if not isinstance(batch, (list, tuple)) or not all(isinstance(host, str) for host in batch):
+        raise AnsibleFilterError("wheel_build_builder: the input must be the list of host names (ansible_play_batch)")
+    if not hasattr(hostvars, "get") or not isinstance(entry, str):
+        raise AnsibleFilterError("wheel_build_builder: expects hostvars and the key's cache entry (a string), got %s "
+                                 "and %s" % (type(hostvars).__name__, type(entry).__name__))
     states = {}
     for host in batch:
         try:
@@ -42,8 +45,11 @@ def wheel_build_builder(batch, hostvars, entry):
 def wheel_build_cache_problem(state, wheels, name, builder="", log=""):
     """'' when the key's cache entry holds one wheel, else the message to stop with."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
-    if not isinstance(state, dict) or not isinstance(wheels, (list, tuple)):
-        raise AnsibleFilterError("wheel_build_cache_problem: expects a wheel_build_plan and a list of wheels")
+    if not isinstance(state, dict) or not isinstance(state.get("cache_entry"), str) or not isinstance(wheels, (list, tuple)):
+        raise AnsibleFilterError("wheel_build_cache_problem: expects a wheel_build_plan (with its cache_entry) and a "
+                                 "list of wheels")
+    if not all(isinstance(value, str) for value in (name, builder or "", log or "")):
+        raise AnsibleFilterError("wheel_build_cache_problem: name, builder and log must be strings")
     return wheel_build.cache_problem(state, list(wheels), name, builder, log)
 
 

@@ -39,12 +39,34 @@ def test_builder_reads_each_hosts_state():
         F["wheel_build_builder"]("a", hostvars, "e")
 
 
+@pytest.mark.parametrize("batch, hostvars, entry", [
+    ([{"name": "a"}], {}, "e"),          # a host that is no name (was: unhashable type)
+    (["a", None], {}, "e"),
+    (["a"], ["not", "hostvars"], "e"),   # (was: a list index error hidden as 'no state')
+    (["a"], {}, {"entry": "e"}),
+])
+def test_builder_of_wrong_types_is_a_clear_error(batch, hostvars, entry):
+    with pytest.raises(AnsibleFilterError, match="wheel_build_builder"):
+        F["wheel_build_builder"](batch, hostvars, entry)
+
+
 def test_cache_problem():
     state = {"cache_entry": "/c/e", "needs_build": False}
     assert F["wheel_build_cache_problem"](state, ["/c/e/x.whl"], "flash-attn") == ""
     assert F["wheel_build_cache_problem"](state, [], "flash-attn").startswith("No flash-attn wheel in /c/e")
     with pytest.raises(AnsibleFilterError):
         F["wheel_build_cache_problem"](state, "x.whl", "flash-attn")
+
+
+@pytest.mark.parametrize("state, wheels, name", [
+    ({"needs_build": True}, [], "flash-attn"),              # no cache_entry (was: KeyError)
+    ({"cache_entry": 5}, [], "flash-attn"),
+    ({"cache_entry": "/c/e"}, [], ["flash-attn"]),
+    ("plan", [], "flash-attn"),
+])
+def test_cache_problem_of_wrong_types_is_a_clear_error(state, wheels, name):
+    with pytest.raises(AnsibleFilterError, match="wheel_build_cache_problem"):
+        F["wheel_build_cache_problem"](state, wheels, name)
 
 
 def test_push_missing_filter():

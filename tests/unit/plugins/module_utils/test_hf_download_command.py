@@ -101,6 +101,20 @@ def test_seed_host_refuses_flags_that_do_not_match_the_hosts():
         SEED(["a", "b", "c"], [True, False])
 
 
+@pytest.mark.parametrize("hosts, flags, chosen", [
+    (5, [True], ""),                   # was: TypeError, int is not iterable
+    ("gpu-1", [True], ""),             # a name, not the list of hosts
+    ([["gpu-1"]], [True], ""),
+    (["gpu-1"], None, ""),
+    (["gpu-1"], 1, ""),
+    (["gpu-1"], [False], ["gpu-1"]),   # was: the list came back as the host's name
+    (["gpu-1"], [False], 3),
+])
+def test_seed_host_of_wrong_types_is_a_clear_error(hosts, flags, chosen):
+    with pytest.raises(AnsibleFilterError, match="hf_seed_host"):
+        SEED(hosts, flags, chosen)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.text(min_size=1, max_size=8), st.booleans()), max_size=12))
 def test_seed_host_property(pairs):
