@@ -18,20 +18,23 @@ from ansible.errors import AnsibleFilterError
 def wheel_index_filename(filename, entry):
     """The name of a build's wheel on the index: its own name with the key's build tag."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+    if not isinstance(filename, str) or not isinstance(entry, str):
+        raise AnsibleFilterError("wheel_index_filename: expects a wheel's file name and a wheel_build cache entry "
+                                 "(two strings), got %s and %s" % (type(filename).__name__, type(entry).__name__))
     try:
         return wheel_index.tagged_filename(filename, entry)
     except wheel_index.WheelIndexError as exc:
         raise AnsibleFilterError(str(exc))
 
 
-def wheel_index_problems(index_url, cache_host, hosts, username, password, cache_host_vars=None):
+def wheel_index_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=None):
     """The problems of the index settings ([] when none)."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
     if not isinstance(hosts, (list, tuple)):
         raise AnsibleFilterError("wheel_index_problems: hosts must be the list of inventory hosts (groups['all'])")
     if cache_host_vars is not None and not isinstance(cache_host_vars, dict):
         raise AnsibleFilterError("wheel_index_problems: cache_host_vars (llm_stack_cache_host_vars) must be a dict")
-    return wheel_index.config_problems(index_url, cache_host, list(hosts), username, password, cache_host_vars)
+    return wheel_index.config_problems(index_url, cache_host, list(hosts), cache_host_vars, ca_cert)
 
 
 def wheel_index_server_problems(settings):

@@ -6,13 +6,25 @@
 One build key, one lock: a directory ``<lock_dir>/<entry>`` made with
 mkdir, which either creates it or fails, also when several jobs try at the
 same moment. The holder's ``owner.json`` inside says who holds it (host,
-job, controller and its process id, since when). A lock older than
-``stale_after`` seconds is taken to be left by a job that died: it is moved
-aside (rename, so that one taker wins) and taken anew.
+job, controller, the process id of its ansible-playbook with that
+process's start time, the controller's boot id and pid namespace, since
+when). A lock older than ``stale_after`` seconds is taken to be left by a
+job that died: it is moved aside (rename, so that one taker wins) and
+taken anew. Sooner, a lock whose holder is provably dead is taken over:
+``holder_is_dead`` runs on the controller (the action plugin), and proves
+it only for a holder of the same controller, boot and pid namespace whose
+process is gone or is another process now (another start time);
+``acquire`` then moves aside exactly that holder's lock (``dead_holder``).
 
 The ledger is ``ledger.jsonl`` next to the locks: one JSON line per
 finished build {build_key, name, host, job, started, finished, result,
-wheel, log, tail}, appended under an flock.
+wheel, sha256, log, tail}, appended under an flock. It is the authority on
+each key's wheel: ``publish`` puts the builder's wheel into the index's
+packages directory only after checking its sha256 against the builder's,
+and only when the ledger records no other wheel of the key that is still
+there (one key, one wheel); ``recorded_wheel`` gives the installing hosts
+the name and the sha256 the ledger recorded, which they check the file they
+download against.
 
 ``decide`` is the one rule that tells a host what to do about its key:
 install the wheel the index has, build it (it holds the lock), wait for
@@ -26,11 +38,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import hashlib
 import json
 import os
 import re
 import shutil
 import time
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
 
 try:
     import fcntl
@@ -91,12 +106,22 @@ def is_stale(age, stale_after):
     return age is not None and stale_after > 0 and age > stale_after
 
 
-def acquire(lock_dir, entry, owner, stale_after, now=None):
+def same_holder(record, other):
+    """Whether two owner records are the one taking of a lock (host, job, controller, pid and the time it was taken)."""
+    if not isinstance(record, dict) or not isinstance(other, dict) or not record:
+        return False
+    return all(record.get(key) == other.get(key) for key in ("host", "job", "controller", "pid", "epoch"))
+
+
+def acquire(lock_dir, entry, owner, stale_after, now=None, dead_holder=None):
     """Try once to take the key's lock. Returns {acquired, holder, broken}.
 
     holder: the owner record of whoever holds it now (this caller when
-    acquired). broken: the record of a stale lock that was moved aside, or
-    None. owner: {host, job, controller, pid}.
+    acquired). broken: the record of a stale lock (older than stale_after)
+    or of the dead holder named by dead_holder (the record holder_is_dead
+    judged, taken over only while that same record holds the lock) that was
+    moved aside, or None. owner: {host, job, controller, pid, pid_start,
+    boot_id, pid_ns}.
     """
     now = time.time() if now is None else now
     path = lock_path(lock_dir, entry)
@@ -111,7 +136,8 @@ def acquire(lock_dir, entry, owner, stale_after, now=None):
             if exc.errno != errno.EEXIST:
                 raise
             holder = read_owner(path)
-            if not is_stale(lock_age(path, holder, now), stale_after) or broken is not None:
+            dead = dead_holder is not None and same_holder(holder, dead_holder)
+            if broken is not None or not (dead or is_stale(lock_age(path, holder, now), stale_after)):
                 return {"acquired": False, "holder": holder, "broken": broken}
             aside = "%s.stale-%d-%d" % (path, int(now), os.getpid())
             try:
@@ -119,7 +145,7 @@ def acquire(lock_dir, entry, owner, stale_after, now=None):
             except OSError:
                 continue  # another taker moved it first: try mkdir again
             shutil.rmtree(aside, ignore_errors=True)
-            broken = holder or {"since": "unknown"}
+            broken = dict(holder or {"since": "unknown"}, taken_over="holder dead" if dead else "stale")
             continue
         tmp = os.path.join(path, ".%s.%d" % (OWNER, os.getpid()))
         with open(tmp, "w") as handle:
@@ -127,6 +153,78 @@ def acquire(lock_dir, entry, owner, stale_after, now=None):
         os.rename(tmp, os.path.join(path, OWNER))
         return {"acquired": True, "holder": record, "broken": broken}
     return {"acquired": False, "holder": read_owner(path), "broken": broken}
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def process_start(pid, proc="/proc"):
+    """The start time of process pid (field 22 of /proc/PID/stat, clock ticks since boot), None when there is none."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None
+    text = _read(os.path.join(proc, str(pid), "stat"))
+    if not text or ")" not in text:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces and ')': count from the last ')'.
+    fields = text[text.rindex(")") + 1:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def boot_id(proc="/proc"):
+    text = _read(os.path.join(proc, "sys", "kernel", "random", "boot_id"))
+    return text.strip() if text and text.strip() else None
+
+
+def pid_namespace(proc="/proc"):
+    """The pid namespace of this process (``pid:[4026531836]``), None when it cannot be read."""
+    try:
+        return os.readlink(os.path.join(proc, "self", "ns", "pid"))
+    except OSError:
+        return None
+
+
+def process_identity(pid, controller, proc="/proc"):
+    """What a lock records of the process that holds it: controller, pid, pid_start, boot_id and pid_ns."""
+    return {"controller": controller, "pid": pid, "pid_start": process_start(pid, proc), "boot_id": boot_id(proc),
+            "pid_ns": pid_namespace(proc)}
+
+
+def holder_is_dead(owner, controller, proc="/proc"):
+    """(dead, why): whether the holder of a lock is provably dead, judged on the controller that runs this.
+
+    Only a holder of this controller (its name), of this boot (boot id) and
+    of this pid namespace can be judged: its ansible-playbook process (pid)
+    is gone, or the pid is another process now (another start time). For
+    any other holder nothing is proven (dead False): the lock is then taken
+    over only once it is older than stale_after.
+    """
+    if not isinstance(owner, dict) or not owner:
+        return False, "the lock names no holder yet"
+    if not controller or owner.get("controller") != controller:
+        return False, "held from another controller (%s)" % (owner.get("controller") or "unknown")
+    current_boot, current_ns = boot_id(proc), pid_namespace(proc)
+    if not owner.get("boot_id") or owner.get("boot_id") != current_boot:
+        return False, "held from another boot of %s, or it does not record one" % controller
+    if not owner.get("pid_ns") or owner.get("pid_ns") != current_ns:
+        return False, "held from another pid namespace on %s (another container), or it does not record one" % controller
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False, "the lock records no process id"
+    start = process_start(pid, proc)
+    if start is None:
+        return True, "its process %d on %s is gone" % (pid, controller)
+    if owner.get("pid_start") is not None and owner.get("pid_start") != start:
+        return True, "process %d on %s is another process now (started at %s, the holder at %s)" % (
+            pid, controller, start, owner.get("pid_start"))
+    return False, "its process %d on %s is running" % (pid, controller)
 
 
 def holder(lock_dir, entry):
@@ -158,21 +256,34 @@ def release(lock_dir, entry, host, job=""):
     return {"released": True, "holder": owner}
 
 
+class _LedgerLock(object):
+    """The ledger's exclusive flock, held from a reading of the ledger to the line appended after it."""
+
+    def __init__(self, ledger):
+        directory = os.path.dirname(ledger)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        self.fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def __enter__(self):
+        if fcntl is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def append(self, record):
+        os.write(self.fd, (json.dumps(record, sort_keys=True) + "\n").encode("utf-8"))
+
+    def __exit__(self, *exc):
+        if fcntl is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        return False
+
+
 def append_ledger(ledger, record):
     """Append one JSON line to the ledger under an exclusive flock (several jobs write it)."""
-    directory = os.path.dirname(ledger)
-    if directory and not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    line = json.dumps(record, sort_keys=True) + "\n"
-    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        os.write(fd, line.encode("utf-8"))
-    finally:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+    with _LedgerLock(ledger) as locked:
+        locked.append(record)
 
 
 def read_ledger(ledger):
@@ -204,6 +315,116 @@ def failure_since(records, entry, since):
             continue
         found = record
     return found
+
+
+def sha256_file(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1024 * 1024), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def recorded_wheel(records, entry):
+    """The ledger's last 'built' record of entry that names a wheel and its sha256 (the key's wheel), else None."""
+    found = None
+    for record in records or []:
+        if (record.get("build_key") == entry and record.get("result") == "built" and isinstance(record.get("wheel"), str)
+                and isinstance(record.get("sha256"), str) and re.match(r"^[0-9a-f]{64}$", record["sha256"])):
+            found = record
+    return found
+
+
+def index_wheel(packages_dir, index_url, record):
+    """The key's wheel as installing hosts fetch it: {filename, url, sha256, path, built_on, job, finished}.
+
+    record: the ledger's record of the key (recorded_wheel). None when there
+    is none or its file is not in the index's packages directory (a key whose
+    file was removed is built anew). The sha256 is the ledger's, never the
+    index's listing: the hosts check the downloaded file against it.
+    """
+    if not record or not os.path.isfile(os.path.join(packages_dir, record["wheel"])):
+        return None
+    return {"filename": record["wheel"], "url": "%s/packages/%s" % (index_url.rstrip("/"), record["wheel"]),
+            "sha256": record["sha256"], "path": os.path.join(packages_dir, record["wheel"]),
+            "built_on": record.get("host") or "", "job": record.get("job") or "", "finished": record.get("finished") or ""}
+
+
+def check_wheel_name(filename, entry, name):
+    """'' when filename is the name of a wheel of name (a distribution) with entry's build tag, else the problem."""
+    parts = wheel_index.parse_wheel(filename) if isinstance(filename, str) and "/" not in filename else None
+    if not parts:
+        return "%r is not the file name of a wheel" % (filename,)
+    if parts["build"] != wheel_index.build_tag(entry) or wheel_index.normalize(parts["name"]) != wheel_index.normalize(name):
+        return "%s is not a wheel of %s with the build tag of key %s (%s)" % (filename, name, entry, wheel_index.build_tag(entry))
+    return ""
+
+
+def _place(incoming, packages_dir, filename):
+    """Put incoming into packages_dir as filename: written next to it under a name the index does not list, then
+    renamed into place, so that the index never serves part of a wheel."""
+    if not os.path.isdir(packages_dir):
+        raise FleetLockError("the index's packages directory %s does not exist (role fleet_cache makes it)" % packages_dir)
+    tmp = os.path.join(packages_dir, ".%s.%d.part" % (filename, os.getpid()))
+    try:
+        shutil.copyfile(incoming, tmp)
+        os.chmod(tmp, 0o644)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, os.path.join(packages_dir, filename))
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def publish(ledger, packages_dir, incoming, builder_sha256, record):
+    """Publish the lock holder's wheel of one key, under the ledger's flock. Returns {published, wheel, msg}.
+
+    incoming: the wheel as it reached the cache host (from the builder through
+    the controller), its file name the name on the index. builder_sha256: the
+    sha256 the builder read of the file it built. record: the ledger line's
+    fields (build_key, name, host, job, started, finished, log). A file whose
+    sha256 is not the builder's is refused (FleetLockError): nothing is
+    published. When the ledger records another wheel of the key and that file
+    is still on the index, the key keeps it: this one is refused, recorded as
+    'refused', and the hosts of the key install the recorded wheel
+    (published False). Otherwise the file is put on the index (an unrecorded
+    file of the same name is replaced) and recorded as 'built' with its sha256.
+    """
+    entry, name = record.get("build_key"), record.get("name")
+    filename = os.path.basename(incoming or "")
+    problem = check_wheel_name(filename, entry, name)
+    if problem:
+        raise FleetLockError("publish: %s" % problem)
+    expected = (builder_sha256 or "").strip().lower()
+    if not re.match(r"^[0-9a-f]{64}$", expected):
+        raise FleetLockError("publish: the builder's sha256 of %s is %r, not a sha256" % (filename, builder_sha256))
+    got = sha256_file(incoming)
+    if got != expected:
+        raise FleetLockError(
+            "The wheel of key %s that reached the cache host (%s) has sha256 %s, but its builder %s built one with "
+            "sha256 %s: it changed on its way, and nothing was published. Fix: run again (the key is built anew)."
+            % (entry, filename, got, record.get("host") or "?", expected))
+    with _LedgerLock(ledger) as locked:
+        current = recorded_wheel(read_ledger(ledger), entry)
+        if current and os.path.isfile(os.path.join(packages_dir, current["wheel"])):
+            if current["wheel"] == filename and current["sha256"] == got:
+                locked.append(dict(record, result="built", wheel=filename, sha256=got))
+                return {"published": True, "wheel": current, "msg": "the index has this wheel of %s already" % entry}
+            why = ("key %s has its wheel already: %s (sha256 %s), built on %s (job %s, finished %s); one key has one "
+                   "wheel, which is never replaced. This build's %s (sha256 %s) was not published; the hosts of the "
+                   "key install the recorded wheel." % (entry, current["wheel"], current["sha256"], current.get("host") or "?",
+                                                        current.get("job") or "-", current.get("finished") or "?",
+                                                        filename, got))
+            locked.append(dict(record, result="refused", wheel=filename, sha256=got, error=why))
+            return {"published": False, "wheel": current, "msg": why}
+        _place(incoming, packages_dir, filename)
+        line = dict(record, result="built", wheel=filename, sha256=got)
+        locked.append(line)
+    return {"published": True, "wheel": line, "msg": "published %s (sha256 %s)" % (filename, got)}
 
 
 def decide(wheel_found, lock):

@@ -220,9 +220,9 @@ def as_number(value, cast):
 def fetch_problems(settings, play_hosts=None):
     """What is wrong with qwen_model_fetch's variables, before anything is read or changed ([] when nothing).
 
-    settings: model, revision, models_dir, endpoint, max_workers, keep_revisions, disk_margin_gb, checksum, seed_host
-    and token (each the qwen_model_fetch_* variable of that name); play_hosts: the play's hosts, which seed_host
-    must be one of. The repository id, revision and endpoint rules are hf_hub's, which the hub modules apply too.
+    settings: model, revision, models_dir, hf_endpoint, upstream_endpoint, hf_ca_cert, max_workers, keep_revisions,
+    disk_margin_gb, checksum, seed_host and token (each the qwen_model_fetch_* variable of that name; upstream_endpoint
+    and hf_ca_cert may be left out); play_hosts: the play's hosts, which seed_host must be one of. The repository id, revision and endpoint rules are hf_hub's, which the hub modules apply too.
     Each message names the variable and the fix; the token and URL passwords never appear in one.
     """
     if not isinstance(settings, dict):
@@ -232,10 +232,18 @@ def fetch_problems(settings, play_hosts=None):
             ("model", hf_hub.validate_repo_id, "set it to a hub model repository id ORG/NAME, such as Qwen/Qwen3.5-9B"),
             ("revision", hf_hub.validate_revision, "set it to a commit SHA (reproducible), a branch or a tag"),
             ("hf_endpoint", hf_hub.validate_endpoint,
-             "set it to the http(s) URL of the hub or of the fleet's mirror, e.g. http://cache-01:8090")):
+             "set it to the http(s) URL of the hub or of the fleet's mirror, e.g. https://cache-01:8090"),
+            ("upstream_endpoint", hf_hub.validate_endpoint,
+             "set it to the URL of the hub the controller reads the file list from, https://huggingface.co")):
+        if key == "upstream_endpoint" and key not in settings:
+            continue
         problem = check(settings.get(key))
         if problem:
             problems.append(mask_credentials("qwen_model_fetch_%s: %s. Fix: %s." % (key, problem, fix)))
+    ca_cert = settings.get("hf_ca_cert") or ""
+    if not isinstance(ca_cert, str) or (ca_cert and not (ca_cert.startswith("/") and os.path.isfile(ca_cert))):
+        problems.append("qwen_model_fetch_hf_ca_cert is %r, not a file on the controller. Fix: set it to the absolute "
+                        "path of the PEM file of the endpoint's CA certificate, or to \"\"." % (ca_cert,))
     models_dir = settings.get("models_dir")
     if not (isinstance(models_dir, str) and models_dir.startswith("/") and _plain(models_dir)):
         problems.append("qwen_model_fetch_models_dir is %r. Fix: set it to an absolute path." % (models_dir,))

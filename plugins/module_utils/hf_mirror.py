@@ -8,12 +8,17 @@ directive per line, paths split at spaces), so a value that could end a string, 
 is refused here rather than written. URLs are checked by the hub's own rule (hf_hub.validate_endpoint); olah
 takes scheme://host[:port] only, and a password in a URL would sit in a world-readable configuration file.
 Each problem names the hf_mirror_* variable and the fix; credentials are masked in every message.
+
+``cache_size_limit`` gives olah its cache-size-limit: a size olah reads as the size it is meant to be (olah 0.5.4's
+``convert_to_bytes`` takes a whole number with K, M, G, T, KB, MB, GB or TB, binary multiples; anything else it
+reads as no limit, or fails on), or, for ``auto``, 80 % of the filesystem that holds the cache directory.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 from urllib.parse import urlsplit
 
@@ -27,12 +32,17 @@ UNSAFE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
 USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
 # systemd unit names: ASCII letters, digits and ':-_.', not starting with '-' or '.'.
 UNIT_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:.-]{0,200}", re.ASCII)
-SIZE_RE = re.compile(r"[0-9]+(\.[0-9]+)? ?[KMGTP]?i?B?", re.ASCII | re.IGNORECASE)
+# What olah 0.5.4's convert_to_bytes (olah/utils/disk_utils.py) reads as the size written: a whole number, then one
+# of K, M, G, T, KB, MB, GB, TB (upper or lower case: it upper-cases the text); '1.5TB' fails there, '2TiB' or '1PB'
+# become no limit at all.
+SIZE_RE = re.compile(r"[0-9]+ ?(K|M|G|T|KB|MB|GB|TB)?", re.ASCII | re.IGNORECASE)
+# auto: this share of the filesystem that holds the cache directory.
+AUTO_SHARE = 0.8
 NETLOC_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)(:[0-9]{1,5})?", re.ASCII)
 
 PATH_OPTIONS = ("prefix", "venv", "config_dir", "cache_dir", "log_dir")
 OPTIONS = ("upstream_url", "upstream_lfs_netloc", "url", "listen_host", "port", "user", "service_name",
-           "cache_size_limit", "metadata_cache_ttl", "offline", "git_repos_dir") + PATH_OPTIONS
+           "cache_size_limit", "metadata_cache_ttl", "offline", "git_repos_dir", "tls_cert", "tls_key") + PATH_OPTIONS
 
 
 def _shown(value):
@@ -83,8 +93,23 @@ def problems(settings):
 
     add(_url_problem("upstream_url", settings["upstream_url"], ("http", "https"),
                      "scheme://host[:port] of the hub or of an upstream mirror, e.g. https://huggingface.co"))
-    add(_url_problem("url", settings["url"], ("http",),
-                     "the http://host:port at which the fleet reaches this mirror (olah serves plain http)"))
+    tls_cert, tls_key = settings["tls_cert"], settings["tls_key"]
+    tls = isinstance(tls_cert, str) and bool(tls_cert)
+    if tls:
+        add(_url_problem("url", settings["url"], ("https",),
+                         "the https://host:port at which the fleet reaches this mirror, a name its certificate "
+                         "(hf_mirror_tls_cert) holds"))
+    else:
+        add(_url_problem("url", settings["url"], ("http",),
+                         "the http://host:port at which the fleet reaches this mirror (https needs hf_mirror_tls_cert "
+                         "and hf_mirror_tls_key)"))
+    for option, value in (("tls_cert", tls_cert), ("tls_key", tls_key)):
+        if not isinstance(value, str) or (value and (_unsafe(value) or not value.startswith("/") or not os.path.isfile(value))):
+            add("hf_mirror_%s is '%s': set it to the absolute path of a PEM file on the controller, or leave it empty."
+                % (option, _shown(value)))
+    if isinstance(tls_cert, str) and isinstance(tls_key, str) and bool(tls_cert) != bool(tls_key):
+        add("hf_mirror_tls_cert and hf_mirror_tls_key go together: set both (the mirror's certificate and its "
+            "private key) for https, or neither.")
 
     netloc = settings["upstream_lfs_netloc"]
     match = NETLOC_RE.fullmatch(netloc) if isinstance(netloc, str) else None
@@ -117,9 +142,10 @@ def problems(settings):
             "digits and ':_.-'), e.g. hf-mirror." % _shown(unit))
 
     size = settings["cache_size_limit"]
-    if not isinstance(size, str) or (size.strip() and not SIZE_RE.fullmatch(size.strip())):
-        add("hf_mirror_cache_size_limit is '%s': set it to a size such as 500GB or 2TB, or leave it empty to keep "
-            "everything." % _shown(size))
+    if not isinstance(size, str) or (size.strip() not in ("", "auto") and not SIZE_RE.fullmatch(size.strip())):
+        add("hf_mirror_cache_size_limit is '%s': set it to a whole number of K, M, G, T (or KB, MB, GB, TB; binary "
+            "multiples) such as 500GB or 2TB (olah reads no other form), to auto (80%% of the filesystem of "
+            "hf_mirror_cache_dir), or to \"\" for no limit." % _shown(size))
 
     for option in PATH_OPTIONS:
         path = settings[option]
@@ -139,3 +165,32 @@ def problems(settings):
         add("hf_mirror_offline is true but hf_mirror_git_repos_dir is empty: an offline mirror needs local git "
             "repositories to serve; set hf_mirror_git_repos_dir, or hf_mirror_offline: false.")
     return found
+
+
+def mount_of(mounts, path):
+    """The entry of ansible_facts.mounts that holds path (the longest mount point above it), None when none does."""
+    best = None
+    for mount in mounts or []:
+        point = mount.get("mount") if isinstance(mount, dict) else None
+        if not isinstance(point, str) or not point.startswith("/"):
+            continue
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) > len(best["mount"])):
+            best = mount
+    return best
+
+
+def cache_size_limit(setting, mounts, cache_dir):
+    """olah's cache-size-limit for hf_mirror_cache_size_limit: '' (no limit), the size as set, or for auto 80 % of the
+    filesystem that holds cache_dir (whole GiB, e.g. '1638G'), from ansible_facts.mounts."""
+    if not isinstance(setting, str):
+        raise TypeError("hf_mirror_cache_size_limit must be a string")
+    setting = setting.strip()
+    if setting != "auto":
+        return setting
+    mount = mount_of(mounts, cache_dir)
+    size = mount.get("size_total") if mount else None
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or size <= 0:
+        raise TypeError("hf_mirror_cache_size_limit is auto, but the facts give no size of the filesystem that "
+                        "holds %s; set hf_mirror_cache_size_limit to a size such as 500GB" % cache_dir)
+    return "%dG" % max(1, int(size * AUTO_SHARE) // 1024 ** 3)

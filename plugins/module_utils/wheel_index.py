@@ -10,34 +10,28 @@ meant to tell apart two builds of one version; pip accepts it and ignores it
 when it installs, so every key's wheel sits on the index side by side.
 
 * ``build_tag``, ``tagged_filename``: the name of a key's wheel on the index.
-* ``simple_url``, ``parse_links``, ``key_wheels``, ``lookup``: read the index's
-  simple page of the project (PEP 503 HTML; pypiserver adds ``#sha256=`` to
-  each link) and find the key's wheel with its checksum.
-* ``multipart``: the body of the upload (the file as raw bytes).
-* ``upload_verdict``: what an upload's answer means (pypiserver answers 409 for
-  a file it already has).
+* ``download_problem``: what an installing host says when the file it
+  downloaded is not the one the cache host's ledger recorded (the builder's).
+* ``config_problems``, ``server_problems``: the settings of the fleet and of
+  the cache host.
 
-Nothing here talks to the network itself: ``lookup`` is given the function
-that fetches a URL, so the modules use Ansible's own HTTP code and the tests
-use a dict.
+The index takes no uploads: the cache host puts each wheel into its packages
+directory itself (module_utils/fleet_lock.py, ``publish``), and its ledger,
+not the index's listing, says which file and sha256 a key has.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
+import os
 import re
 
-try:
-    from html.parser import HTMLParser
-    from urllib.parse import urljoin, urlsplit
-except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
-    HTMLParser = object
-    urljoin = urlsplit = None
-
 _HEX12 = re.compile(r"^[0-9a-f]{12}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
+# An address to listen on: an IPv4 or IPv6 address, or a host name (it goes on the service's command line).
+_LISTEN = re.compile(r"^([0-9A-Fa-f:.]+|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)$")
 
 
 class WheelIndexError(ValueError):
@@ -46,12 +40,12 @@ class WheelIndexError(ValueError):
 
 def normalize(name):
     """PEP 503 project name: runs of -, _ and . become one -, lower case."""
-    return re.sub(r"[-_.]+", "-", name or "").lower()
+    return re.sub(r"[-_.]+", "-", name if isinstance(name, str) else "").lower()
 
 
 def build_tag(entry):
     """The wheel build tag of a cache entry (``<label>-<12 hex>``): '0' and the hash (a build tag starts with a digit)."""
-    digest = (entry or "").rsplit("-", 1)[-1]
+    digest = entry.rsplit("-", 1)[-1] if isinstance(entry, str) else ""
     if not _HEX12.match(digest):
         raise WheelIndexError("build_tag: %r is not a wheel_build cache entry (<label>-<12 hex digits>)" % (entry,))
     return "0" + digest
@@ -59,7 +53,7 @@ def build_tag(entry):
 
 def parse_wheel(filename):
     """The parts of a wheel's file name (name, version, build, py, abi, plat), or None when it is no wheel name."""
-    match = _WHEEL.match(filename or "")
+    match = _WHEEL.match(filename) if isinstance(filename, str) else None
     return match.groupdict() if match else None
 
 
@@ -74,124 +68,30 @@ def tagged_filename(filename, entry):
 def check_index_url(url, var="llm_stack_wheel_index_url"):
     """'' when url is an http(s) base URL without credentials; else the message naming var and the fix."""
     if not isinstance(url, str) or not re.match(r"^https?://[^/@\s]+(/[^\s@]*)?$", url):
-        return ("%s=%r is not the base URL of the fleet's package index. Fix: set it to http(s)://host:port of the "
-                "cache host's index (no user or password in it; they go in llm_stack_wheel_index_username and "
-                "llm_stack_wheel_index_password), or to \"\" for the controller cache." % (var, url))
+        return ("%s=%r is not the base URL of the fleet's package index. Fix: set it to https://host:port (or "
+                "http://) of the cache host's index, without a user or a password (the index takes no uploads), "
+                "or to \"\" for the controller cache." % (var, url))
     return ""
 
 
-def simple_url(index_url, name):
-    """The project's simple page on the index (index_url is the server's base URL)."""
-    problem = check_index_url(index_url)
-    if problem:
-        raise WheelIndexError(problem)
-    return "%s/simple/%s/" % (index_url.rstrip("/"), normalize(name))
+def _controller_file_problem(value, variable, what):
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str) or not value.startswith("/") or not os.path.isfile(value):
+        return "%s=%r is not a file on the controller. Fix: set it to the absolute path of %s, or to \"\"." % (
+            variable, value, what)
+    return ""
 
 
-class _Links(HTMLParser):
-    def __init__(self):
-        HTMLParser.__init__(self)
-        self.links = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href:
-                self.links.append(href)
-
-
-def parse_links(html, page_url):
-    """The files of a simple page: [{filename, url (absolute, no fragment), sha256 ('' when the link has none)}]."""
-    parser = _Links()
-    parser.feed(html or "")
-    files = []
-    for href in parser.links:
-        url, _sep, fragment = href.partition("#")
-        url = urljoin(page_url, url)
-        filename = urlsplit(url).path.rsplit("/", 1)[-1]
-        sha = ""
-        if fragment.startswith("sha256="):
-            sha = fragment[len("sha256="):].lower()
-        files.append({"filename": filename, "url": url, "sha256": sha})
-    return files
-
-
-def key_wheels(files, name, entry):
-    """The files of the list that are name's wheels of the key of entry (by build tag), sorted by file name."""
-    tag = build_tag(entry)
-    wanted = normalize(name)
-    found = []
-    for item in files or []:
-        parts = parse_wheel(item.get("filename"))
-        if parts and parts["build"] == tag and normalize(parts["name"]) == wanted:
-            found.append(item)
-    return sorted(found, key=lambda item: item["filename"])
-
-
-def lookup(index_url, name, entry, get):
-    """Whether the index holds the key's wheel.
-
-    get(url) returns (status, body text). Returns {found, wheel (or None),
-    url (the page read), problem ('' when the answer is usable)}. A 404 is a
-    project the index does not have yet: not found, no problem.
-    """
-    url = simple_url(index_url, name)
-    status, body = get(url)
-    result = {"found": False, "wheel": None, "url": url, "problem": ""}
-    if status == 404:
-        return result
-    if status != 200:
-        result["problem"] = ("The package index answered %s for %s. Fix: check that the index on the cache host runs "
-                             "(fleet_cache role, its health check) and that llm_stack_wheel_index_url points at it."
-                             % (status, url))
-        return result
-    wheels = key_wheels(parse_links(body, url), name, entry)
-    if len(wheels) > 1:
-        result["problem"] = ("The package index has %d wheels of %s for key %s (%s); one build key has one wheel. Fix: "
-                             "remove the extra ones from the index's packages directory on the cache host."
-                             % (len(wheels), name, entry, ", ".join(item["filename"] for item in wheels)))
-        return result
-    if wheels:
-        if not re.match(r"^[0-9a-f]{64}$", wheels[0]["sha256"]):
-            result["problem"] = ("The package index gives no sha256 for %s. Fix: run the index with sha256 hashes on its "
-                                 "links (pypiserver --hash-algo sha256, its default)." % wheels[0]["filename"])
-            return result
-        result.update(found=True, wheel=wheels[0])
-    return result
-
-
-def upload_verdict(status, filename, present_sha256=None, local_sha256=None):
-    """What an upload's HTTP status means: {ok, changed, msg}.
-
-    200/201: uploaded. 409: the index already has a file of that name; it is
-    fine when it is the same file (present_sha256 == local_sha256), a problem
-    otherwise. 401/403: the credentials.
-    """
-    if status in (200, 201):
-        return {"ok": True, "changed": True, "msg": "uploaded %s" % filename}
-    if status == 409:
-        if present_sha256 and present_sha256 == local_sha256:
-            return {"ok": True, "changed": False, "msg": "the index already has %s (same sha256)" % filename}
-        return {"ok": False, "changed": False,
-                "msg": ("The package index already has another file named %s (sha256 %s, this build %s). Fix: remove it "
-                        "from the index's packages directory on the cache host and run again."
-                        % (filename, present_sha256 or "unknown", local_sha256))}
-    if status in (401, 403):
-        return {"ok": False, "changed": False,
-                "msg": ("The package index refused the upload of %s (HTTP %s). Fix: set llm_stack_wheel_index_username "
-                        "and llm_stack_wheel_index_password to the index's upload account (fleet_cache_index_username "
-                        "and fleet_cache_index_password on the cache host)." % (filename, status))}
-    return {"ok": False, "changed": False, "msg": "The package index answered HTTP %s to the upload of %s." % (status, filename)}
-
-
-def config_problems(index_url, cache_host, hosts, username, password, cache_host_vars=None):
+def config_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=None):
     """What is wrong with the index settings ([] when nothing, or when no index is used: index_url empty).
 
     hosts: the inventory's host names. The cache host must be one of them
     (its locks are taken with delegate_to), unless cache_host_vars gives the
     connection variables to add it to the job's inventory (an AWX job slice
-    holds only its own hosts).
-    password None: not judged (preflight reads no secret; the builder and the cache host check it).
+    holds only its own hosts). ca_cert: llm_stack_wheel_index_ca_cert, a
+    controller file (checked where it is read: the filter runs on the
+    controller).
     """
     if index_url is None or index_url == "":
         return []
@@ -207,20 +107,25 @@ def config_problems(index_url, cache_host, hosts, username, password, cache_host
                         "name of the cache host (group llm_cache), or, where a job sees only part of the inventory (AWX "
                         "job slicing), set llm_stack_cache_host_vars to its connection variables (ansible_host, ...)."
                         % (cache_host,))
-    if not username or (password is not None and not password):
-        problems.append("llm_stack_wheel_index_username and llm_stack_wheel_index_password must both be set (the index's "
-                        "upload account, fleet_cache_index_username and fleet_cache_index_password of the cache host). "
-                        "Fix: set them, the password in a vault.")
+    ca_problem = _controller_file_problem(ca_cert, "llm_stack_wheel_index_ca_cert",
+                                          "the CA certificate (PEM) that signed the index's certificate")
+    if ca_problem:
+        problems.append(ca_problem)
+    elif ca_cert and not url_problem and not index_url.startswith("https://"):
+        problems.append("llm_stack_wheel_index_ca_cert is set but llm_stack_wheel_index_url=%r is plain http. Fix: "
+                        "set the URL to the index's https:// address (fleet_cache_index_tls_cert on the cache host)."
+                        % (index_url,))
     return problems
 
 
 def server_problems(settings):
     """What is wrong with the cache host's settings of the index (role fleet_cache), [] when nothing.
 
-    settings: port, username, password, data_dir, wheelhouse (a controller
-    directory, or empty) and service_mgr (the ansible_facts value; None when
-    facts were not gathered, taken as systemd). Each message names the
-    variable and the fix; the password is never part of one.
+    settings: port, listen_host, data_dir, wheelhouse (a controller
+    directory, or empty), tls_cert and tls_key (controller files, both or
+    neither), workers and threads (gunicorn's) and service_mgr (the ansible_facts value; None when facts were
+    not gathered, taken as systemd). Each message names the variable and the
+    fix.
     """
     if not isinstance(settings, dict):
         raise WheelIndexError("server_problems needs a dict of the fleet_cache settings")
@@ -229,9 +134,10 @@ def server_problems(settings):
     text = "" if isinstance(port, bool) or port is None else str(port).strip()
     if not (re.match(r"^[0-9]{1,5}$", text) and 0 < int(text) < 65536):
         problems.append("fleet_cache_index_port is %r: set it to a TCP port number (1 to 65535)." % (port,))
-    if not settings.get("username") or not settings.get("password"):
-        problems.append("The index's upload account is not set. Fix: set llm_stack_wheel_index_username and "
-                        "llm_stack_wheel_index_password (the password in a vault) for the cache host and the fleet.")
+    listen = settings.get("listen_host")
+    if not isinstance(listen, str) or not _LISTEN.match(listen):
+        problems.append("fleet_cache_index_listen_host is %r: set it to the address the index listens on, the cache "
+                        "host's address on the fleet's network (or 0.0.0.0 for every address)." % (listen,))
     for key, variable, empty_ok in (("data_dir", "fleet_cache_data_dir (llm_stack_cache_data_dir)", False),
                                     ("wheelhouse", "fleet_cache_wheelhouse", True)):
         value = settings.get(key)
@@ -240,6 +146,20 @@ def server_problems(settings):
             problems.append("%s is %r: set it to an absolute %s%s." % (
                 variable, value[:120], "controller directory" if empty_ok else "directory on the cache host",
                 ", or leave it empty" if empty_ok else ""))
+    for key, variable in (("workers", "fleet_cache_index_workers"), ("threads", "fleet_cache_index_threads")):
+        value = settings.get(key, 1)
+        text = "" if isinstance(value, bool) or value is None else str(value).strip()
+        if not (re.match(r"^[0-9]{1,4}$", text) and int(text) >= 1):
+            problems.append("%s is %r: set it to a number of 1 or more." % (variable, value))
+    cert, key = settings.get("tls_cert") or "", settings.get("tls_key") or ""
+    if bool(cert) != bool(key):
+        problems.append("fleet_cache_index_tls_cert and fleet_cache_index_tls_key go together: set both (the "
+                        "certificate and its private key, PEM files on the controller) for https, or neither.")
+    for value, variable, what in ((cert, "fleet_cache_index_tls_cert", "the index's certificate (PEM)"),
+                                  (key, "fleet_cache_index_tls_key", "its private key (PEM)")):
+        problem = _controller_file_problem(value, variable, what)
+        if problem:
+            problems.append(problem)
     service_mgr = settings.get("service_mgr")
     if service_mgr not in (None, "", "systemd"):
         problems.append("fleet_cache runs the index under systemd; PID 1 of this host is %s. Fix: a cache host that "
@@ -247,25 +167,19 @@ def server_problems(settings):
     return problems
 
 
-def multipart(fields, filename, content, boundary=None):
-    """(content type, body) of a multipart/form-data upload: the text fields, then the file as field 'content'.
+def check_download(entry, wheel, got_sha256, cache_host=""):
+    """'' when the downloaded file is the key's recorded wheel (got_sha256 is the ledger's sha256), else the refusal.
 
-    The file goes in as raw bytes (binary, no transfer encoding): index
-    servers read the part as it is, so a base64-encoded part would be stored
-    as base64.
+    wheel: fleet_lock's ``wheel`` (filename, sha256 from the cache host's
+    ledger, path on the cache host, built_on). The message names the key,
+    both sha256 values and the fix.
     """
-    boundary = boundary or "----gpufleet-" + hashlib.sha256(content).hexdigest()[:32]
-    lines = []
-    for name in sorted(fields):
-        lines.append(b"--" + boundary.encode("ascii"))
-        lines.append(('Content-Disposition: form-data; name="%s"' % name).encode("utf-8"))
-        lines.append(b"")
-        lines.append(str(fields[name]).encode("utf-8"))
-    lines.append(b"--" + boundary.encode("ascii"))
-    lines.append(('Content-Disposition: form-data; name="content"; filename="%s"' % filename).encode("utf-8"))
-    lines.append(b"Content-Type: application/octet-stream")
-    lines.append(b"")
-    lines.append(content)
-    lines.append(b"--" + boundary.encode("ascii") + b"--")
-    lines.append(b"")
-    return "multipart/form-data; boundary=%s" % boundary, b"\r\n".join(lines)
+    if not isinstance(wheel, dict) or not _SHA256.match(str(wheel.get("sha256") or "")):
+        raise WheelIndexError("the expected wheel must be fleet_lock's wheel, with the ledger's sha256")
+    if got_sha256 == wheel["sha256"]:
+        return ""
+    return ("Refused %s for build key %s: the file the index served has sha256 %s, but the cache host's ledger "
+            "records sha256 %s for the wheel built on %s. It is not the wheel the builder built; nothing was "
+            "installed. Fix: remove %s on the cache host%s and run again (the key is then built anew)."
+            % (wheel.get("filename") or "the wheel", entry, got_sha256, wheel["sha256"], wheel.get("built_on") or "its builder",
+               wheel.get("path") or "the file from the index's packages directory", " " + cache_host if cache_host else ""))

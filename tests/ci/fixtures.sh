@@ -23,7 +23,7 @@
 #   awx-model               .cache/awx-model: testbed.sh, the AWX test's copy
 #   testfleet-model         .cache/testfleet-model: testbed.sh, make site's copy
 #   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver and
-#                           passlib for the cache host (fleet_cache, make site)
+#                           gunicorn for the cache host (fleet_cache, make site)
 #   awx-fleet-cache-wheels  .cache/awx-fleet-cache-wheels: the same for the
 #                           AWX test's index
 #
@@ -86,7 +86,7 @@ fixture_command() {
         ;;
     vllm) printf '%s\n' tests/vllm/build "${dir}" "$(fixture_dir qwen_model_fetch)" ;;
     fleet-cache-wheels | awx-fleet-cache-wheels)
-        printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${passlib}"
+        printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${gunicorn}"
         ;;
     esac
 }
@@ -94,7 +94,7 @@ fixture_command() {
 olah="olah==$(default_of hf_mirror hf_mirror_olah_version)"
 hub="huggingface_hub==$(default_of qwen_model_fetch qwen_model_fetch_huggingface_hub_version)"
 pypiserver="pypiserver==$(default_of fleet_cache fleet_cache_pypiserver_version)"
-passlib="passlib==$(default_of fleet_cache fleet_cache_passlib_version)"
+gunicorn="gunicorn==$(default_of fleet_cache fleet_cache_gunicorn_version)"
 
 if [[ "${1:-}" == --list ]]; then
     for name in "${every[@]}"; do

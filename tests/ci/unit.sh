@@ -11,9 +11,22 @@
 #
 # pytest's exit code 5 (no test collected) is a failure here: the unit
 # suite must exist. PYTEST_ARGS adds options (e.g. PYTEST_ARGS="-k nvidia").
+#
+# The units' hardening is measured with `systemd-analyze security
+# --offline=true` (systemd 250 or later); it comes from Debian's systemd
+# package, installed here when missing (the tools only, nothing is started).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_venv
 cd "${CI_ROOT}" || exit 1
+
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    [[ "$(id -u)" -eq 0 ]] || die "systemd-analyze is missing: apt-get install systemd"
+    log "installing systemd-analyze (package systemd) from Debian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null 2>&1 || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null
+    }
+fi
 
 [[ -d tests/unit ]] || die "tests/unit is missing: the unit suite must exist"
 export PYTHONPATH="${CI_ROOT}/.collections${PYTHONPATH:+:${PYTHONPATH}}"

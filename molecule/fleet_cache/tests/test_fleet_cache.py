@@ -1,8 +1,9 @@
-"""State after converge (two job slices at once), idempotence (both again) and check.
+"""State after converge (two job slices at once), idempotence (both again), check and side_effect (a failed build,
+a poisoned wheel, a second wheel with a key's build tag, a killed build's lock taken over).
 
-The cache host runs the index; each GPU stand-in has the wheel of its key
-from the index, installed from the file named with the key's build tag;
-the ledger has one build per key; the second sliced run built nothing.
+The cache host runs the index, over https with the test certificate, taking no uploads; each GPU stand-in has the
+wheel of its key from the index, installed from the file named with the key's build tag; the ledger has one build
+per key and the sha256 of each published wheel; the second sliced run built nothing.
 """
 
 import base64
@@ -15,7 +16,10 @@ import testinfra.utils.ansible_runner
 
 EPHEMERAL = os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
-INDEX = "http://127.0.0.1:28967"
+INDEX = "https://127.0.0.1:28967"
+CA = "/etc/fleet-cache/tls/index.crt"
+# The key side_effect.yml builds in the run that took over a killed run's lock.
+TAKEOVER_KEY = "-sm120-"
 KEY_OF = {"fleet_cache-a": "sm80", "fleet_cache-b": "sm80", "fleet_cache-c": "sm90"}
 RESULT = re.compile(r"RESULT (fleet_cache-[abc]) ([A-Za-z0-9+/=]+)")
 
@@ -40,7 +44,7 @@ def ledger(cache):
 
 
 def test_one_compile_per_key(cache):
-    builds = [b for b in ledger(cache) if b["result"] == "built"]
+    builds = [b for b in ledger(cache) if b["result"] == "built" and TAKEOVER_KEY not in b["build_key"]]
     assert len(builds) == 2 and len({b["build_key"] for b in builds}) == 2
     assert {b["job"] for b in builds} <= {"slice-1", "slice-2"}
     for build in builds:
@@ -83,35 +87,96 @@ def test_host_has_its_keys_wheel(name, cache):
 
 
 STATUS = r"""
-import sys, urllib.request, urllib.error
-req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode() if len(sys.argv) > 2 else None,
-                             headers={"Content-Type": "multipart/form-data; boundary=b"})
+import base64, ssl, sys, urllib.request, urllib.error
+url, ca, user = sys.argv[1], sys.argv[2], sys.argv[3]
+data = sys.argv[4].encode() if len(sys.argv) > 4 else None
+headers = {"Content-Type": "multipart/form-data; boundary=b"}
+if user:
+    headers["Authorization"] = "Basic " + base64.b64encode(user.encode()).decode()
+context = ssl.create_default_context(cafile=ca) if ca else None
 try:
-    print(urllib.request.urlopen(req, timeout=10).status)
+    print(urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=10,
+                                 context=context).status)
 except urllib.error.HTTPError as exc:
     print(exc.code)
+except (urllib.error.URLError, OSError) as exc:
+    print("error")
 """
+UPLOAD = ('--b\r\nContent-Disposition: form-data; name=":action"\r\n\r\nfile_upload\r\n'
+          '--b\r\nContent-Disposition: form-data; name="content"; filename="x-1.0-py3-none-any.whl"\r\n\r\nx\r\n--b--\r\n')
+REMOVE = ('--b\r\nContent-Disposition: form-data; name=":action"\r\n\r\nremove_pkg\r\n'
+          '--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nflash-attn\r\n'
+          '--b\r\nContent-Disposition: form-data; name="version"\r\n\r\n2.8.3\r\n--b--\r\n')
 
 
-def test_index_reads_are_anonymous_and_uploads_need_the_account(cache):
-    assert cache.check_output("python3 -c %s %s/simple/flash-attn/", STATUS, INDEX) == "200"
-    body = ('--b\r\nContent-Disposition: form-data; name=":action"\r\n\r\nfile_upload\r\n'
-            '--b\r\nContent-Disposition: form-data; name="content"; filename="x-1.0-py3-none-any.whl"\r\n\r\nx\r\n--b--\r\n')
-    assert cache.check_output("python3 -c %s %s/ %s", STATUS, INDEX, body) == "401"
+def status(cache, url, ca=CA, user="", body=None):
+    args = [url, ca, user] + ([body] if body is not None else [])
+    return cache.check_output("python3 -c %s" + " %s" * len(args), STATUS, *args)
 
 
-def test_password_file(cache):
-    htpasswd = cache.file("/etc/fleet-cache/htpasswd")
-    assert htpasswd.mode == 0o600 and htpasswd.user == "fleet-index"
-    assert "test-only-upload-password" not in htpasswd.content_string
+def test_index_reads_over_https_with_the_given_certificate(cache):
+    assert status(cache, INDEX + "/simple/flash-attn/") == "200"
+    # not plain http, and not a certificate the host does not trust
+    assert status(cache, INDEX.replace("https://", "http://") + "/simple/flash-attn/", ca="") == "error"
+    assert status(cache, INDEX + "/simple/flash-attn/", ca="/etc/ssl/certs/ca-certificates.crt") == "error"
+
+
+def test_the_index_takes_no_upload_and_no_removal_with_or_without_the_former_account(cache):
+    # without credentials: 401; with the account of earlier releases (it no longer exists): 403
+    assert status(cache, INDEX + "/", body=UPLOAD) == "401"
+    assert status(cache, INDEX + "/", user="fleet:test-only-upload-password", body=UPLOAD) == "403"
+    assert status(cache, INDEX + "/", user="fleet:test-only-upload-password", body=REMOVE) == "403"
+    assert not cache.file("/etc/fleet-cache/htpasswd").exists
+
+
+def test_every_published_wheel_is_the_ledgers(cache):
+    """Each key's recorded wheel is on the index with the sha256 its builder built (the poisoned one was put back)."""
+    latest = {}
+    for record in ledger(cache):
+        if record["result"] == "built":
+            latest[record["build_key"]] = record
+    assert len(latest) == 3
+    for record in latest.values():
+        assert re.match(r"^[0-9a-f]{64}$", record["sha256"])
+        assert cache.file("/var/lib/fleet-cache/packages/" + record["wheel"]).sha256sum == record["sha256"]
+    names = cache.check_output("ls -A /var/lib/fleet-cache/packages").split()
+    assert sorted(names) == sorted(r["wheel"] for r in latest.values())
+
+
+def test_the_packages_are_roots_and_the_service_only_reads_them(cache):
+    packages = cache.file("/var/lib/fleet-cache/packages")
+    assert packages.user == "root" and packages.mode == 0o755
+    owners = cache.check_output("stat -c %U /var/lib/fleet-cache/packages/*").split()
+    assert set(owners) == {"root"}
+    incoming = cache.file("/var/lib/fleet-cache/incoming")
+    assert incoming.user == "root" and incoming.mode == 0o700
+    assert cache.check_output("ls -A /var/lib/fleet-cache/incoming") == ""
+    key = cache.file("/etc/fleet-cache/tls/index.key")
+    assert key.user == "root" and key.group == "fleet-index" and key.mode == 0o640
     unit = cache.file("/etc/systemd/system/fleet-index.service").content_string
-    assert "test-only-upload-password" not in unit and "User=fleet-index" in unit
+    assert "User=fleet-index" in unit and "--passwords" not in unit and "ReadWritePaths=/var/log/fleet-cache\n" in unit
     assert cache.service("fleet-index").is_running
 
 
-def test_no_secret_in_the_logs():
-    # the plays' logs and outputs (the verifier's own log holds the test inventory it read)
-    for name in os.listdir(EPHEMERAL):
-        if name.endswith((".log", ".out")) and name != "verifier-ansible.log":
-            with open(os.path.join(EPHEMERAL, name), errors="replace") as handle:
-                assert "test-only-upload-password" not in handle.read(), name
+def test_the_running_unit_scores_3_or_lower(cache):
+    out = cache.check_output("systemd-analyze security --no-pager fleet-index.service")
+    score = float(re.search(r"Overall exposure level for fleet-index.service: ([0-9.]+)", out).group(1))
+    assert score <= 3.0, out
+
+
+def read_out(name):
+    with open(os.path.join(EPHEMERAL, "slices-%s.out" % name), errors="replace") as handle:
+        return handle.read()
+
+
+def test_the_poisoned_wheel_was_refused_naming_the_key():
+    out = read_out("poisoned")
+    assert re.search(r"Refused flash_attn-2\.8\.3-0[0-9a-f]{12}-py3-none-any\.whl for build key flash-attn-2\.8\.3-\S+-sm80-", out)
+    assert "nothing was installed" in out
+
+
+def test_the_killed_builds_lock_was_taken_over(cache):
+    out = read_out("takeover")
+    assert "took over the lock of" in out and "holder dead" in out
+    built = [b for b in ledger(cache) if b["result"] == "built" and TAKEOVER_KEY in b["build_key"]]
+    assert [b["job"] for b in built] == ["takeover-2"]

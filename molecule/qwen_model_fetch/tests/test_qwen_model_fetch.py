@@ -206,3 +206,60 @@ def test_fetched_model_loads_with_transformers(host):
                                 capture_output=True, text=True, timeout=300, check=False)
         assert result.returncode == 0, result.stderr[-3000:]
         assert "loaded Qwen3_5ForConditionalGeneration" in result.stdout
+
+
+TLS_PROBE = r"""
+import ssl, sys, urllib.request, urllib.error
+url, ca = sys.argv[1], sys.argv[2]
+context = ssl.create_default_context(cafile=ca) if ca else None
+try:
+    print(urllib.request.urlopen(url, timeout=10, context=context).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+except (urllib.error.URLError, OSError):
+    print("error")
+"""
+
+
+def test_the_mirror_serves_https_only_with_the_given_certificate(host):
+    del host
+    cache = cache_host()
+    config = cache.file("/etc/hf-mirror/olah.toml").content_string
+    assert 'ssl-cert = "/etc/hf-mirror/tls/mirror.crt"' in config and 'mirror-scheme = "https"' in config
+    key = cache.file("/etc/hf-mirror/tls/mirror.key")
+    assert key.user == "root" and key.group == "hf-mirror" and key.mode == 0o640
+    url = "https://127.0.0.1:28918/api/models/%s" % REPO
+    assert cache.check_output("python3 -c %s %s %s", TLS_PROBE, url, "/etc/hf-mirror/tls/mirror.crt") == "200"
+    assert cache.check_output("python3 -c %s %s %s", TLS_PROBE, url.replace("https", "http"), "") == "error"
+
+
+def test_the_mirror_listens_where_the_inventory_says(host):
+    del host
+    listening = cache_host().check_output("ss -ltnH 'sport = :28918'")
+    assert [line.split()[3] for line in listening.splitlines()] == ["127.0.0.1:28918"]
+
+
+def test_the_mirror_has_a_cache_size_limit_olah_reads(host):
+    """auto: 80% of the filesystem of the cache directory, in whole GiB, and olah reports it when it starts."""
+    del host
+    cache = cache_host()
+    limit = re.search(r'^cache-size-limit = "([0-9]+)G"$', cache.file("/etc/hf-mirror/olah.toml").content_string, re.M)
+    assert limit and int(limit.group(1)) > 0
+    size = int(cache.check_output("df --output=size -B1 /var/lib/hf-mirror | tail -n1"))
+    assert int(limit.group(1)) == int(size * 0.8) // 1024 ** 3
+    assert "Cache cleanup: Limit=" in cache.check_output("journalctl -u hf-mirror --no-pager -o cat")
+
+
+def test_the_running_mirror_unit_scores_3_or_lower(host):
+    del host
+    out = cache_host().check_output("systemd-analyze security --no-pager hf-mirror.service")
+    score = float(re.search(r"Overall exposure level for hf-mirror.service: ([0-9.]+)", out).group(1))
+    assert score <= 3.0, out
+
+
+def test_the_tampering_mirror_was_refused(host):
+    del host
+    with open(os.path.join(EPHEMERAL, "side_effect-tampered.log"), encoding="utf-8", errors="replace") as handle:
+        out = handle.read()
+    assert "model-00001-of-00005.safetensors does not match the hub's checksum" in out
+    assert "was not switched to it" in out

@@ -23,16 +23,23 @@ def test_filename():
         F["wheel_index_filename"]("flash_attn-2.8.3.tar.gz", "x-ef7beb2c6e35")
 
 
+@pytest.mark.parametrize("filename, entry", [(7, "x-ef7beb2c6e35"), ("flash_attn-2.8.3-py3-none-any.whl", 7),
+                                             (["a.whl"], "x-ef7beb2c6e35"), ("flash_attn-2.8.3-py3-none-any.whl", None)])
+def test_filename_of_wrong_types_is_a_clear_error(filename, entry):
+    with pytest.raises(AnsibleFilterError, match="wheel_index_filename"):
+        F["wheel_index_filename"](filename, entry)
+
+
 def test_problems():
-    assert F["wheel_index_problems"]("http://c:8080", "c", ["c", "g"], "fleet", "pw") == []
-    assert len(F["wheel_index_problems"]("http://c:8080", "", ["c"], "fleet", "")) == 2
+    assert F["wheel_index_problems"]("http://c:8080", "c", ["c", "g"]) == []
+    assert len(F["wheel_index_problems"]("http://c:8080", "", ["c"])) == 1
     with pytest.raises(AnsibleFilterError):
-        F["wheel_index_problems"]("http://c:8080", "c", "c", "fleet", "pw")
+        F["wheel_index_problems"]("http://c:8080", "c", "c")
 
 
 def test_server_problems():
-    settings = {"port": 8080, "username": "fleet", "password": "pw", "data_dir": "/var/lib/fleet-cache",
-                "wheelhouse": "", "service_mgr": ""}
+    settings = {"port": 8080, "listen_host": "0.0.0.0", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
+                "tls_cert": "", "tls_key": "", "service_mgr": ""}
     assert F["wheel_index_server_problems"](settings) == []
     assert "fleet_cache_index_port" in F["wheel_index_server_problems"](dict(settings, port=99999))[0]
     with pytest.raises(AnsibleFilterError):

@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""fleet_lock: one holder per key (also under concurrent takers), stale locks, release, the ledger, the verdict."""
+"""fleet_lock: one holder per key (also under concurrent takers), stale and dead holders' locks, release, the ledger,
+the published wheels (one key, one wheel, checked against the builder's sha256), the verdict."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -106,3 +108,190 @@ def test_decide(found, acquired, holder):
 def test_iso_round_trip():
     assert L.parse_iso(L.iso(1764572400)) == 1764572400
     assert L.parse_iso("yesterday") is None
+
+
+# --- A holder that is provably dead (item: a killed build held its key for 4 h 15 min) ---
+
+def fake_proc(root, boot="boot-1", ns="pid:[4026531836]", processes=None):
+    """A /proc with a boot id, this process's pid namespace and processes {pid: start time}."""
+    (root / "sys" / "kernel" / "random").mkdir(parents=True, exist_ok=True)
+    (root / "sys" / "kernel" / "random" / "boot_id").write_text(boot + "\n")
+    (root / "self" / "ns").mkdir(parents=True, exist_ok=True)
+    link = root / "self" / "ns" / "pid"
+    if link.is_symlink():
+        link.unlink()
+    os.symlink(ns, str(link))
+    for pid, start in (processes or {}).items():
+        (root / str(pid)).mkdir(exist_ok=True)
+        # field 2 may hold spaces and parentheses; the start time is field 22
+        fields = ["S"] + ["0"] * 18 + [str(start)] + ["0"] * 10
+        (root / str(pid) / "stat").write_text("%d (ansible-play (x) y) %s\n" % (pid, " ".join(fields)))
+    return str(root)
+
+
+def test_process_identity_reads_start_boot_and_namespace(tmp_path):
+    proc = fake_proc(tmp_path, processes={4242: 987654})
+    assert L.process_identity(4242, "ctl-1", proc) == {"controller": "ctl-1", "pid": 4242, "pid_start": 987654,
+                                                       "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"}
+    assert L.process_start(4243, proc) is None and L.process_start("4242", proc) is None
+
+
+def test_the_real_process_identity_of_this_process():
+    me = L.process_identity(os.getpid(), "here")
+    if me["boot_id"] is None:
+        pytest.skip("no /proc here")
+    assert me["pid_start"] == L.process_start(os.getpid()) and L.holder_is_dead(me, "here") == (
+        False, "its process %d on here is running" % os.getpid())
+
+
+@pytest.mark.parametrize("owner, dead, why", [
+    ({"controller": "ctl-1", "pid": 4242, "pid_start": 987654, "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"},
+     False, "is running"),
+    ({"controller": "ctl-1", "pid": 4243, "pid_start": 5, "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"},
+     True, "is gone"),
+    ({"controller": "ctl-1", "pid": 4242, "pid_start": 5, "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"},
+     True, "another process now"),
+    # nothing is proven for another controller, another boot, another container, or an older record
+    ({"controller": "ctl-2", "pid": 4243, "pid_start": 5, "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"},
+     False, "another controller"),
+    ({"controller": "ctl-1", "pid": 4243, "pid_start": 5, "boot_id": "boot-0", "pid_ns": "pid:[4026531836]"},
+     False, "another boot"),
+    ({"controller": "ctl-1", "pid": 4243, "pid_start": 5, "boot_id": "boot-1", "pid_ns": "pid:[1]"},
+     False, "another pid namespace"),
+    ({"controller": "ctl-1", "pid": 4243}, False, "another boot"),
+    ({"controller": "ctl-1", "boot_id": "boot-1", "pid_ns": "pid:[4026531836]"}, False, "no process id"),
+    ({}, False, "no holder"),
+    (None, False, "no holder"),
+])
+def test_holder_is_dead_only_when_proven(tmp_path, owner, dead, why):
+    proc = fake_proc(tmp_path, processes={4242: 987654})
+    verdict, reason = L.holder_is_dead(owner, "ctl-1", proc)
+    assert verdict is dead and why in reason
+
+
+def test_a_dead_holders_lock_is_taken_over_at_once_and_only_that_one(tmp_path):
+    locks = str(tmp_path / "locks")
+    dead = {"host": "a", "job": "1", "controller": "ctl-1", "pid": 4243}
+    taken = L.acquire(locks, ENTRY, dead, 15300, now=1000.0)["holder"]
+    # long before stale_after, a live holder keeps it
+    assert not L.acquire(locks, ENTRY, {"host": "b"}, 15300, now=1060.0)["acquired"]
+    # a record that is not the holder's (the lock changed hands since it was judged) takes nothing over
+    other = dict(taken, epoch=999.0)
+    assert not L.acquire(locks, ENTRY, {"host": "b"}, 15300, now=1060.0, dead_holder=other)["acquired"]
+    result = L.acquire(locks, ENTRY, {"host": "b", "job": "2"}, 15300, now=1060.0, dead_holder=taken)
+    assert result["acquired"] and result["broken"]["host"] == "a" and result["broken"]["taken_over"] == "holder dead"
+    assert L.holder(locks, ENTRY)["host"] == "b"
+    # the new holder is not the dead one: the same record takes nothing over again
+    assert not L.acquire(locks, ENTRY, {"host": "c"}, 15300, now=1070.0, dead_holder=taken)["acquired"]
+
+
+# --- The ledger is the authority on each key's wheel ---
+
+NAME = "flash-attn"
+WHEEL = "flash_attn-2.8.3-0ef7beb2c6e35-py3-none-any.whl"
+
+
+def incoming(tmp_path, content, name=WHEEL):
+    path = tmp_path / "incoming" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(content)
+    return str(path), hashlib.sha256(content).hexdigest()
+
+
+def record(host="a", job="1"):
+    return {"build_key": ENTRY, "name": NAME, "host": host, "job": job, "started": "s", "finished": "f"}
+
+
+@pytest.fixture
+def index(tmp_path):
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    return str(tmp_path / "ledger.jsonl"), str(packages)
+
+
+def test_publish_checks_the_builders_sha256_and_records_it(tmp_path, index):
+    ledger, packages = index
+    path, sha = incoming(tmp_path, b"PK built on a")
+    done = L.publish(ledger, packages, path, sha.upper(), record())
+    assert done["published"] and done["wheel"]["sha256"] == sha
+    assert open(os.path.join(packages, WHEEL), "rb").read() == b"PK built on a"
+    assert oct(os.stat(os.path.join(packages, WHEEL)).st_mode & 0o777) == "0o644"
+    assert not [n for n in os.listdir(packages) if n != WHEEL]
+    line = L.read_ledger(ledger)[-1]
+    assert (line["result"], line["wheel"], line["sha256"], line["host"]) == ("built", WHEEL, sha, "a")
+    wheel = L.index_wheel(packages, "https://cache-1:8443/", L.recorded_wheel(L.read_ledger(ledger), ENTRY))
+    assert wheel == {"filename": WHEEL, "url": "https://cache-1:8443/packages/" + WHEEL, "sha256": sha,
+                     "path": os.path.join(packages, WHEEL), "built_on": "a", "job": "1", "finished": "f"}
+
+
+def test_a_wheel_changed_on_its_way_is_not_published(tmp_path, index):
+    ledger, packages = index
+    path, _sha = incoming(tmp_path, b"PK changed")
+    with pytest.raises(L.FleetLockError, match="has sha256 .* but its builder a built one with sha256 0{64}"):
+        L.publish(ledger, packages, path, "0" * 64, record())
+    assert os.listdir(packages) == [] and L.read_ledger(ledger) == []
+
+
+@pytest.mark.parametrize("name, expect", [
+    ("flash_attn-2.8.3-0aaaaaaaaaaaa-py3-none-any.whl", "build tag of key"),
+    ("vllm-0.19.1-0ef7beb2c6e35-py3-none-any.whl", "is not a wheel of flash-attn"),
+    ("flash_attn-2.8.3.tar.gz", "not the file name of a wheel"),
+])
+def test_publish_takes_only_the_keys_wheel(tmp_path, index, name, expect):
+    ledger, packages = index
+    path, sha = incoming(tmp_path, b"PK", name)
+    with pytest.raises(L.FleetLockError, match=expect):
+        L.publish(ledger, packages, path, sha, record())
+
+
+def test_one_key_one_wheel_a_second_one_is_refused_and_does_not_block_the_key(tmp_path, index):
+    ledger, packages = index
+    first, sha = incoming(tmp_path, b"PK first build")
+    L.publish(ledger, packages, first, sha, record("a", "1"))
+    # another build of the key, even under another wheel name with the same build tag
+    for name in (WHEEL, "flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl"):
+        second, other = incoming(tmp_path, b"PK second build", name)
+        done = L.publish(ledger, packages, second, other, record("b", "2"))
+        assert not done["published"] and "one key has one wheel" in done["msg"]
+        assert done["wheel"]["sha256"] == sha
+    assert open(os.path.join(packages, WHEEL), "rb").read() == b"PK first build"
+    records = L.read_ledger(ledger)
+    assert [r["result"] for r in records] == ["built", "refused", "refused"]
+    # the key still installs: the ledger's wheel, whatever else carries its build tag
+    assert L.recorded_wheel(records, ENTRY)["sha256"] == sha
+    assert L.index_wheel(packages, "http://c:1", L.recorded_wheel(records, ENTRY))["sha256"] == sha
+    # the same wheel again (a build that made the same bytes) is fine
+    again, same = incoming(tmp_path, b"PK first build")
+    assert L.publish(ledger, packages, again, same, record("c", "3"))["published"]
+
+
+def test_a_removed_wheel_lets_the_key_be_built_anew(tmp_path, index):
+    ledger, packages = index
+    first, sha = incoming(tmp_path, b"PK first build")
+    L.publish(ledger, packages, first, sha, record())
+    os.unlink(os.path.join(packages, WHEEL))
+    assert L.index_wheel(packages, "http://c:1", L.recorded_wheel(L.read_ledger(ledger), ENTRY)) is None
+    second, other = incoming(tmp_path, b"PK rebuilt")
+    assert L.publish(ledger, packages, second, other, record("b", "2"))["published"]
+    assert L.recorded_wheel(L.read_ledger(ledger), ENTRY)["sha256"] == other
+
+
+def test_an_unrecorded_file_of_the_name_is_replaced(tmp_path, index):
+    """A file the ledger does not know (put there by hand, or by the upload of an older release) is no key's wheel."""
+    ledger, packages = index
+    with open(os.path.join(packages, WHEEL), "wb") as handle:
+        handle.write(b"evil build")
+    assert L.index_wheel(packages, "http://c:1", L.recorded_wheel(L.read_ledger(ledger), ENTRY)) is None
+    path, sha = incoming(tmp_path, b"PK built on a")
+    assert L.publish(ledger, packages, path, sha, record())["published"]
+    assert open(os.path.join(packages, WHEEL), "rb").read() == b"PK built on a"
+
+
+def test_recorded_wheel_needs_a_wheel_and_a_sha256():
+    records = [dict(record(), result="built", wheel=WHEEL, sha256="1" * 64),
+               dict(record(), result="built", wheel=WHEEL),
+               dict(record(), result="refused", wheel=WHEEL, sha256="2" * 64),
+               dict(record(), result="built", wheel=WHEEL, sha256="not-a-sha"),
+               dict(record(), build_key="other-ef7beb2c6e35", result="built", wheel=WHEEL, sha256="3" * 64)]
+    assert L.recorded_wheel(records, ENTRY)["sha256"] == "1" * 64
+    assert L.recorded_wheel([], ENTRY) is None

@@ -21,7 +21,8 @@ TOKEN = "hf_" + "y" * 30
 # The role's defaults with the test fleet's mirror, as the inventory hands them over (numbers as strings too).
 GOOD = {"model": "Qwen/Qwen3.5-9B", "revision": "main", "models_dir": "/opt/llm-stack/models",
         "hf_endpoint": "http://127.0.0.1:18090", "max_workers": "8", "keep_revisions": 2, "disk_margin_gb": "10",
-        "checksum": "auto", "seed_host": "", "token": ""}
+        "checksum": "auto", "seed_host": "", "token": "", "upstream_endpoint": "https://huggingface.co",
+        "hf_ca_cert": ""}
 HOSTS = ["gpu-1", "gpu-2"]
 
 
@@ -38,6 +39,9 @@ def test_the_defaults_pass():
     ({"revision": ""}, "qwen_model_fetch_revision: the revision is empty"),
     ({"revision": "--help"}, "qwen_model_fetch_revision: '--help' is not a branch"),
     ({"hf_endpoint": "cache-01:8090"}, "qwen_model_fetch_hf_endpoint: 'cache-01:8090' is not an http"),
+    ({"upstream_endpoint": "huggingface.co"}, "qwen_model_fetch_upstream_endpoint: 'huggingface.co' is not an http"),
+    ({"hf_ca_cert": "/no/such/ca.pem"}, "qwen_model_fetch_hf_ca_cert is '/no/such/ca.pem', not a file"),
+    ({"hf_ca_cert": "ca.pem"}, "qwen_model_fetch_hf_ca_cert is 'ca.pem'"),
     ({"models_dir": "models"}, "qwen_model_fetch_models_dir is 'models'"),
     ({"max_workers": 0}, "qwen_model_fetch_max_workers is 0"),
     ({"max_workers": "many"}, "qwen_model_fetch_max_workers is 'many'"),

@@ -57,7 +57,6 @@ def test_the_role_defaults_and_the_test_fleets_settings_pass():
     ("upstream_url", "https://huggingface.co/api", "has a path"),
     ("upstream_url", "https://h.example:99999", "not a valid URL"),
     ("upstream_url", "", "empty"),
-    ("url", "https://cache-1:8090", "not an http:// URL"),
     ("url", "http://cache-1:8090/hub", "has a path"),
     ("url", "http://cache 1:8090", "spaces or control characters"),
     ("upstream_lfs_netloc", "https://cdn-lfs.huggingface.co", "without a scheme"),
@@ -74,8 +73,13 @@ def test_the_role_defaults_and_the_test_fleets_settings_pass():
     ("user", "-x", "system user name"),
     ("service_name", "hf-mirror.service", "without '.service'"),
     ("service_name", "../../x", "systemd unit name"),
-    ("cache_size_limit", "2TB\"", "size such as"),
-    ("cache_size_limit", "lots", "size such as"),
+    ("cache_size_limit", "2TB\"", "whole number of K, M, G, T"),
+    ("cache_size_limit", "lots", "whole number of K, M, G, T"),
+    # olah 0.5.4 reads these as no limit at all (None) or fails on them: refused before they reach it.
+    ("cache_size_limit", "2TiB", "olah reads no other form"),
+    ("cache_size_limit", "1PB", "olah reads no other form"),
+    ("cache_size_limit", "1.5TB", "olah reads no other form"),
+    ("url", "https://cache-1:8090", "https needs hf_mirror_tls_cert"),
     ("cache_dir", "/var/lib/hf\nExecStartPre=/bin/sh -c id", "absolute path without spaces"),
     ("log_dir", "/var/log/hf mirror", "absolute path without spaces"),
     ("config_dir", "etc/hf-mirror", "absolute path without spaces"),
@@ -141,3 +145,84 @@ def test_any_input_gives_messages_never_an_exception(changes):
 @given(st.integers(min_value=1, max_value=65535))
 def test_every_port_number_passes(port):
     assert problems_for(port=port, url="http://cache-1:%d" % port) == []
+
+
+def olah_convert_to_bytes(size_str):
+    """olah 0.5.4's convert_to_bytes (olah/utils/disk_utils.py, from its wheel on PyPI), as it reads cache-size-limit."""
+    if size_str is None:
+        return None
+    if isinstance(size_str, int):
+        return size_str
+    size_str = str(size_str).strip().upper()
+    multipliers = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4,
+                   "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4}
+    for unit in multipliers:
+        if size_str.endswith(unit):
+            size = int(size_str[: -len(unit)])
+            return size * multipliers[unit]
+    try:
+        return int(size_str)
+    except ValueError:
+        return None
+
+
+def olah_reads(text):
+    try:
+        return olah_convert_to_bytes(text)
+    except ValueError:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.from_regex(r"[0-9]{1,5}(\.[0-9])? ?([KMGTP]i?B?|[kmgt]b?)?", fullmatch=True), st.text(max_size=8)))
+def test_a_size_passes_only_when_olah_reads_it_as_written(text):
+    """A limit olah would read as no limit (None) or fail on never reaches olah.toml."""
+    passes = not problems_for(cache_size_limit=text)
+    if text.strip() in ("", "auto"):
+        assert passes
+    else:
+        assert passes == (olah_reads(text) is not None and M.SIZE_RE.fullmatch(text.strip()) is not None)
+        if passes:
+            assert olah_reads(text) >= 0
+
+
+@pytest.mark.parametrize("text, size", [("2TB", 2 * 1024 ** 4), ("500 GB", 500 * 1024 ** 3), ("100g", 100 * 1024 ** 3),
+                                        ("123456", 123456)])
+def test_sizes_olah_reads(text, size):
+    assert problems_for(cache_size_limit=text) == [] and olah_reads(text) == size
+
+
+def test_tls_needs_both_files_on_the_controller_and_an_https_url(tmp_path):
+    cert, key = tmp_path / "mirror.crt", tmp_path / "mirror.key"
+    cert.write_text("cert")
+    key.write_text("key")
+    assert problems_for(tls_cert=str(cert), tls_key=str(key), url="https://cache-1:8090") == []
+    found = problems_for(tls_cert=str(cert), tls_key=str(key), url="http://cache-1:8090")
+    assert len(found) == 1 and found[0].startswith("hf_mirror_url") and "https://host:port" in found[0]
+    found = problems_for(tls_cert=str(cert), tls_key="", url="https://cache-1:8090")
+    assert len(found) == 1 and "go together" in found[0]
+    found = problems_for(tls_cert=str(tmp_path / "missing.crt"), tls_key=str(key), url="https://cache-1:8090")
+    assert len(found) == 1 and found[0].startswith("hf_mirror_tls_cert")
+
+
+MOUNTS = [{"mount": "/", "size_total": 100 * 1024 ** 3}, {"mount": "/var/lib", "size_total": 2000 * 1024 ** 3},
+          {"mount": "/var/lib/hf-mirror-other", "size_total": 1}]
+
+
+def test_cache_size_limit_auto_is_80_percent_of_the_cache_filesystem():
+    assert M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror") == "1600G"
+    assert M.cache_size_limit("auto", MOUNTS, "/srv/hf") == "80G"
+    assert M.cache_size_limit(" 2TB ", MOUNTS, "/var/lib/hf-mirror") == "2TB"
+    assert M.cache_size_limit("", MOUNTS, "/var/lib/hf-mirror") == ""
+    assert olah_reads(M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror")) == 1600 * 1024 ** 3
+    with pytest.raises(TypeError, match="set hf_mirror_cache_size_limit to a size"):
+        M.cache_size_limit("auto", [{"mount": "/opt"}], "/var/lib/hf-mirror")
+
+
+def test_cache_size_limit_filter_refuses_wrong_types():
+    limit = FilterModule().filters()["hf_mirror_cache_size_limit"]
+    assert limit("auto", MOUNTS, "/var/lib/hf-mirror") == "1600G"
+    with pytest.raises(AnsibleFilterError, match="ansible_facts.mounts"):
+        limit("auto", {"mount": "/"}, "/var/lib/hf-mirror")
+    with pytest.raises(AnsibleFilterError, match="must be a string"):
+        limit(5, MOUNTS, "/var/lib/hf-mirror")

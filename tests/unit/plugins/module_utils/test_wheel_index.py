@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""wheel_index: the key's wheel name on the index, reading the simple page, the upload's answer, the settings."""
+"""wheel_index: the key's wheel name on the index, the download's check against the ledger, the settings."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,15 +17,6 @@ ENTRY = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-cxx11abiTRUE-sm80-python-only-ef
 OTHER = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-cxx11abiTRUE-sm90-python-only-7a9a2270d831"
 BUILT = "flash_attn-2.8.3-cp311-cp311-linux_x86_64.whl"
 SHA = "54058201ac7087911181bfec4af6091bb59380360f069276601256a76af08193"
-
-# What pypiserver 2.4.2 answers for /simple/flash-attn/.
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><title>Links for flash-attn</title></head><body><h1>Links for flash-attn</h1>
-<a href="/packages/flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl#sha256=%s">flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl</a><br>
-<a href="/packages/flash_attn-2.8.3-07a9a2270d831-cp311-cp311-linux_x86_64.whl#sha256=%s">x</a><br>
-<a href="/packages/flash_attn-2.8.3.tar.gz#sha256=%s">flash_attn-2.8.3.tar.gz</a><br>
-</body></html>""" % (SHA, "1" * 64, "2" * 64)
-
 
 def test_tagged_filename_adds_the_key_build_tag():
     assert W.tagged_filename(BUILT, ENTRY) == "flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl"
@@ -52,97 +43,61 @@ def test_tagged_name_parses_back_with_the_tag(name, version, digest):
     tagged = W.tagged_filename("%s-%s-cp312-cp312-linux_x86_64.whl" % (name, version), entry)
     parts = W.parse_wheel(tagged)
     assert (parts["name"], parts["version"], parts["build"], parts["plat"]) == (name, version, "0" + digest, "linux_x86_64")
-    assert W.key_wheels([{"filename": tagged, "url": "u", "sha256": SHA}], name.replace("_", "-"), entry)
 
 
-def test_parse_links_gives_absolute_urls_and_sha256():
-    files = W.parse_links(PAGE, "http://cache-1:8080/simple/flash-attn/")
-    assert files[0] == {"filename": "flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl",
-                        "url": "http://cache-1:8080/packages/flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl",
-                        "sha256": SHA}
-    assert len(files) == 3
-
-
-def test_key_wheels_keeps_the_key_only():
-    files = W.parse_links(PAGE, "http://cache-1:8080/simple/flash-attn/")
-    assert [f["filename"] for f in W.key_wheels(files, "flash-attn", OTHER)] == \
-        ["flash_attn-2.8.3-07a9a2270d831-cp311-cp311-linux_x86_64.whl"]
-    assert W.key_wheels(files, "vllm", OTHER) == []
-
-
-def pages(mapping):
-    return lambda url: mapping.get(url, (404, "not found"))
-
-
-def test_lookup_found_missing_and_404():
-    url = "http://cache-1:8080/simple/flash-attn/"
-    found = W.lookup("http://cache-1:8080/", "flash_attn", ENTRY, pages({url: (200, PAGE)}))
-    assert found["found"] and found["wheel"]["sha256"] == SHA and found["problem"] == ""
-    missing = W.lookup("http://cache-1:8080", "flash-attn", "x-" + "a" * 12, pages({url: (200, PAGE)}))
-    assert missing["found"] is False and missing["problem"] == ""
-    none = W.lookup("http://cache-1:8080", "flash-attn", ENTRY, pages({}))
-    assert none == {"found": False, "wheel": None, "url": url, "problem": ""}
-
-
-def test_lookup_problems():
-    url = "http://cache-1:8080/simple/flash-attn/"
-    down = W.lookup("http://cache-1:8080", "flash-attn", ENTRY, pages({url: (-1, "")}))
-    assert "answered -1" in down["problem"] and "llm_stack_wheel_index_url" in down["problem"]
-    twice = PAGE.replace("cp311-cp311-linux", "cp311-cp311-manylinux", 1) + PAGE
-    assert "2 wheels" in W.lookup("http://cache-1:8080", "flash-attn", ENTRY, pages({url: (200, twice)}))["problem"]
-    nosha = PAGE.replace("#sha256=" + SHA, "")
-    assert "no sha256" in W.lookup("http://cache-1:8080", "flash-attn", ENTRY, pages({url: (200, nosha)}))["problem"]
-
-
-@pytest.mark.parametrize("url", ["", "cache-1:8080", "ftp://cache-1", "http://user:pw@cache-1:8080", "http://a b"])
+@pytest.mark.parametrize("url", ["", "cache-1:8080", "ftp://cache-1", "http://user:pw@cache-1:8080", "http://a b", None, 8080])
 def test_bad_index_urls(url):
     assert "llm_stack_wheel_index_url" in W.check_index_url(url)
+
+
+@pytest.mark.parametrize("filename, entry", [(8, ENTRY), (BUILT, 5), (None, ENTRY), (BUILT, ["x-ef7beb2c6e35"])])
+def test_wrong_types_are_refused_as_such(filename, entry):
+    """A clear WheelIndexError, never a TypeError or AttributeError (the filter turns it into an error naming it)."""
     with pytest.raises(W.WheelIndexError):
-        W.simple_url(url, "flash-attn")
+        W.tagged_filename(filename, entry)
 
 
-@pytest.mark.parametrize("status, present, changed, ok", [
-    (200, None, True, True), (201, None, True, True), (409, SHA, False, True), (409, "0" * 64, False, False),
-    (409, None, False, False), (401, None, False, False), (403, None, False, False), (500, None, False, False)])
-def test_upload_verdict(status, present, changed, ok):
-    verdict = W.upload_verdict(status, "w.whl", present, SHA)
-    assert (verdict["ok"], verdict["changed"]) == (ok, changed)
-    if status in (401, 403):
-        assert "llm_stack_wheel_index_password" in verdict["msg"]
-
-
-def test_config_problems():
+def test_config_problems(tmp_path):
     hosts = ["cache-1", "gpu-1"]
-    assert W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", "pw") == []
+    assert W.config_problems("http://cache-1:8080", "cache-1", hosts) == []
     # No index: the controller cache is used, and nothing else of the index settings matters.
-    assert W.config_problems("", "", hosts, "", "") == []
-    assert W.config_problems(None, "cache-9", hosts, "u", "") == []
-    assert W.config_problems(" ", "cache-1", hosts, "u", "p")[0].startswith("llm_stack_wheel_index_url=' '")
-    problems = W.config_problems("http://cache-1:8080", "", hosts, "fleet", "")
-    assert len(problems) == 2 and "llm_stack_cache_host" in problems[0] and "password" in problems[1]
-    assert "not a host" in W.config_problems("http://cache-1:8080", "cache-9", hosts, "u", "p")[0]
-    # preflight reads no secret: a password of None is not judged, an empty one is refused
-    assert W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", None) == []
-    assert "llm_stack_wheel_index_password" in W.config_problems("http://cache-1:8080", "cache-1", hosts, "fleet", "")[0]
-    assert "llm_stack_wheel_index_username" in W.config_problems("http://cache-1:8080", "cache-1", hosts, "", None)[0]
-    assert "llm_stack_wheel_index_url" in W.config_problems("cache-1", "cache-1", hosts, "u", "p")[0]
+    assert W.config_problems("", "", hosts) == []
+    assert W.config_problems(None, "cache-9", hosts) == []
+    assert W.config_problems(" ", "cache-1", hosts)[0].startswith("llm_stack_wheel_index_url=' '")
+    problems = W.config_problems("http://cache-1:8080", "", hosts)
+    assert len(problems) == 1 and "llm_stack_cache_host" in problems[0]
+    assert "not a host" in W.config_problems("http://cache-1:8080", "cache-9", hosts)[0]
+    assert "llm_stack_wheel_index_url" in W.config_problems("cache-1", "cache-1", hosts)[0]
+    # https with the CA certificate the hosts verify the index with, a controller file
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert W.config_problems("https://cache-1:8443", "cache-1", hosts, None, str(ca)) == []
+    assert "plain http" in W.config_problems("http://cache-1:8080", "cache-1", hosts, None, str(ca))[0]
+    assert "llm_stack_wheel_index_ca_cert" in W.config_problems("https://cache-1:8443", "cache-1", hosts, None,
+                                                                str(tmp_path / "none.pem"))[0]
 
 
 def test_cache_host_outside_the_jobs_inventory():
     # an AWX job slice holds only its own hosts: fine when the connection variables are given
-    assert W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], "fleet", "pw", {"ansible_host": "10.0.0.5"}) == []
-    problem = W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], "fleet", "pw", {})
+    assert W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], {"ansible_host": "10.0.0.5"}) == []
+    problem = W.config_problems("http://cache-1:8080", "cache-1", ["gpu-1"], {})
     assert len(problem) == 1 and "llm_stack_cache_host_vars" in problem[0]
 
 
-SERVER = {"port": 8080, "username": "fleet", "password": "s3cret-pw", "data_dir": "/var/lib/fleet-cache",
-          "wheelhouse": "", "service_mgr": "systemd"}
+SERVER = {"port": 8080, "listen_host": "10.0.0.5", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
+          "tls_cert": "", "tls_key": "", "workers": 2, "threads": "16", "service_mgr": "systemd"}
 
 
-def test_server_settings_of_the_test_fleet_pass():
+def test_server_settings_of_the_test_fleet_pass(tmp_path):
     assert W.server_problems(SERVER) == []
     # as the inventory gives them: the port as a string, facts not gathered, a controller wheelhouse
     assert W.server_problems(dict(SERVER, port="8080", service_mgr=None, wheelhouse="/srv/wheelhouse")) == []
+    for listen in ("0.0.0.0", "::", "127.0.0.1", "cache-01.example.internal", "fd00::5"):
+        assert W.server_problems(dict(SERVER, listen_host=listen)) == []
+    cert, key = tmp_path / "index.crt", tmp_path / "index.key"
+    cert.write_text("c")
+    key.write_text("k")
+    assert W.server_problems(dict(SERVER, tls_cert=str(cert), tls_key=str(key))) == []
 
 
 @pytest.mark.parametrize("change, variable", [
@@ -151,8 +106,14 @@ def test_server_settings_of_the_test_fleet_pass():
     ({"port": "80 80"}, "fleet_cache_index_port"),
     ({"port": True}, "fleet_cache_index_port is True"),
     ({"port": None}, "fleet_cache_index_port is None"),
-    ({"username": ""}, "llm_stack_wheel_index_username"),
-    ({"password": None}, "llm_stack_wheel_index_password"),
+    # it goes on the service's command line: nothing that adds an argument
+    ({"listen_host": "0.0.0.0 --overwrite"}, "fleet_cache_index_listen_host is '0.0.0.0 --overwrite'"),
+    ({"listen_host": ""}, "fleet_cache_index_listen_host"),
+    ({"listen_host": None}, "fleet_cache_index_listen_host"),
+    ({"workers": 0}, "fleet_cache_index_workers is 0"),
+    ({"threads": "many"}, "fleet_cache_index_threads is 'many'"),
+    ({"tls_cert": "/no/such/index.crt", "tls_key": "/no/such/index.key"}, None),
+    ({"tls_cert": "", "tls_key": "/etc/passwd"}, "go together"),
     ({"data_dir": "var/lib"}, "fleet_cache_data_dir (llm_stack_cache_data_dir) is 'var/lib'"),
     ({"data_dir": ""}, "fleet_cache_data_dir (llm_stack_cache_data_dir) is ''"),
     ({"data_dir": "/var/lib/fleet cache"}, "fleet_cache_data_dir"),
@@ -161,12 +122,30 @@ def test_server_settings_of_the_test_fleet_pass():
 ])
 def test_server_problems_name_the_variable(change, variable):
     problems = W.server_problems(dict(SERVER, **change))
-    assert len(problems) == 1 and variable in problems[0]
-    assert all("s3cret-pw" not in problem for problem in problems)
+    if variable is None:
+        assert len(problems) == 2 and "fleet_cache_index_tls_cert" in problems[0] and "fleet_cache_index_tls_key" in problems[1]
+    else:
+        assert len(problems) == 1 and variable in problems[0]
 
 
 def test_server_problems_are_all_listed():
-    problems = W.server_problems({"port": "x", "data_dir": "rel", "service_mgr": "openrc"})
-    assert len(problems) == 4
+    problems = W.server_problems({"port": "x", "listen_host": "1.2.3.4", "data_dir": "rel", "service_mgr": "openrc"})
+    assert len(problems) == 3
     with pytest.raises(W.WheelIndexError):
         W.server_problems(["port", 8080])
+
+
+LEDGER_WHEEL = {"filename": "flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl", "sha256": SHA,
+                "path": "/var/lib/fleet-cache/packages/flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl",
+                "built_on": "gpu-a100-01"}
+
+
+def test_check_download_refuses_what_the_builder_did_not_build():
+    assert W.check_download(ENTRY, LEDGER_WHEEL, SHA) == ""
+    evil = "e" * 64
+    message = W.check_download(ENTRY, LEDGER_WHEEL, evil, "cache-01")
+    for part in (ENTRY, SHA, evil, "gpu-a100-01", LEDGER_WHEEL["path"], "cache-01", "nothing was installed"):
+        assert part in message
+    for bad in (None, {}, {"sha256": "not-hex"}, dict(LEDGER_WHEEL, sha256=SHA.upper())):
+        with pytest.raises(W.WheelIndexError):
+            W.check_download(ENTRY, bad, SHA)
