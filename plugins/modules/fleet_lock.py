@@ -26,13 +26,13 @@ description:
     holds the lock, C(fail) when nobody holds it (the build failed, RV(msg) says where, with the end of its log).
   - A lock older than I(stale_after) seconds was left by a job that died; it is moved aside and taken anew
     (RV(broken)). The action plugin takes over sooner the lock of a holder that is provably dead (same controller,
-    boot and pid namespace, and its process is gone or is another process now): it passes that holder's record as
+    boot and pid namespace, and its process is gone or is another process now); it passes that holder's record as
     I(dead_holder), and the lock is moved aside only while that same record holds it.
   - C(state=publish), when I(owner) holds the lock, takes the builder's wheel, copied to the cache host at
     I(incoming) (its file name is the name on the index), checks its sha256 against I(record.sha256) (what the
     builder read of it), puts it into I(packages_dir) and appends its C(built) line with that sha256 to the ledger,
     then releases the lock. When the ledger records another wheel of the key that is still on the index, the key
-    keeps it: this one is not published (a C(refused) line), and RV(wheel) is the recorded one. The index itself
+    keeps it; this one is not published (a C(refused) line), and RV(wheel) is the recorded one. The index itself
     takes no uploads.
   - C(state=release), when I(owner) holds the lock, appends a C(failed) line to the ledger (I(record.result) C(failed);
     C(none) records nothing) and removes the lock; else it does nothing. A C(built) line is written by C(publish)
