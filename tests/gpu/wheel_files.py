@@ -9,7 +9,8 @@ For each release, the Linux x86_64 wheel the matrix reads (matrix_refresh.wheel_
 build) is read with HTTP Range requests: the end of the zip and its central directory (a few hundred kB of a
 300 MB vLLM wheel), then the METADATA member. DIR (default tests/fixtures/vllm-wheels) gets
 <wheel>.files.gz, one "<size> <name>" line per member in the zip's order, and <wheel>.METADATA.gz. The unit
-tests of the extension layouts and of the start imports' fixes read these files (see their README). The index is
+tests of the extension layouts and of the start imports' fixes read these files (test_vllm_info_layouts.py,
+test_vllm_start.py). The index is
 MATRIX_INDEX_URL, default https://pypi.org/simple, as for make matrix (tests/matrix/refresh.py, whose HttpIndex
 this uses). Needs the collection path (make collection) and nothing beyond the standard library.
 """
