@@ -1032,10 +1032,10 @@ def extension_check(build_plan, ext, host_caps, problems):
         missing = vllm_probe.kernels_missing(entry["kernels"][path], caps)
         if missing:
             entry["ok"] = False
+            has = ", ".join(entry["kernels"][path])
             problems.append("vllm/%s has no kernels for %s (it has %s). Fix: a vLLM build for this GPU: set"
                             " vllm_source_method: source with vllm_source_arch_list naming %s, or pin a release"
-                            " whose wheel has them." % (path, ", ".join(missing),
-                                                         ", ".join(entry["kernels"][path]), ", ".join(missing)))
+                            " whose wheel has them." % (path, ", ".join(missing), has, ", ".join(missing)))
     return entry
 
 
@@ -1073,8 +1073,9 @@ def start_check_verdict(build_plan, start, version, problems):
         problems.append(
             "vLLM %s cannot start as %s: %s failed on the module %r. %s requires %s; %s. Fix: install %s into %s;"
             " with an exact list (vllm_source_requirements) add it there and its wheel to the wheelhouse, then run"
-            " playbooks/vllm.yml again." % (version, user, item.get("step"), item.get("module"),
-                                             req["required_by"], req["text"], state, req["text"], venv))
+            " playbooks/vllm.yml again."
+            % (version, user, item.get("step"), item.get("module"), req["required_by"], req["text"], state,
+               req["text"], venv))
     for step in start.get("steps") or []:
         step = _dict(step)
         if step.get("ok") is not False:

@@ -88,7 +88,7 @@ options:
     description:
       - The account the start imports run as (the service's, C(vllm_serve_user)), through C(setpriv); an account
         the host does not have yet is replaced by C(nobody), and without root the module's own account runs them
-        (RV(info.start.user) says which ran).
+        (C(start.user) of the result says which ran).
     type: str
     default: nobody
   start_environment:
@@ -144,7 +144,7 @@ info:
         matching their RECORD hash, with I(torch_files=verify)), C(files_checked), C(verified).
       type: dict
     vllm:
-      description: With I(import_vllm); C(version), C(error), C(path), C(extension) (with I(platform):
+      description: With I(import_vllm); C(version), C(error), C(path), C(extension) (with I(platform),
         C(platform), C(loader), C(loaded) and C(shipped) (paths under the package), C(error), C(warnings), and with
         I(cuda_home) C(kernels), per shipped library C(archs) (C(sm_90a) ...) and C(error)), C(registry)
         (architecture -> known), C(registry_error).
@@ -159,7 +159,7 @@ info:
       type: dict
     record:
       description: vllm_source's record C(<venv>/.llm_stack/vllm.json) as JSON, null without one; a record that is
-        not a JSON object is C({"unreadable": "why"}).
+        not a JSON object is a dict whose key C(unreadable) says why.
       type: dict
 installed:
   description: The installed vLLM distribution's name and version, or nulls.

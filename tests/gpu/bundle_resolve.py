@@ -187,7 +187,7 @@ def render(pins, roots):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--freeze")
     parser.add_argument("--constraints", action="store_true")
     parser.add_argument("--trim", action="store_true", help="print REPORT trimmed to what is read (a fixture)")

@@ -144,8 +144,8 @@ def test_bad_freeze_lines(text, match):
 
 
 def test_freeze_with_urls_and_comments():
-    assert B.read_freeze("# c\n-e git+x#egg=y\nfoo @ file:///x.whl\nBar_Baz==1.0\n") == {"foo": None,
-                                                                                          "bar-baz": "1.0"}
+    text = "# c\n-e git+x#egg=y\nfoo @ file:///x.whl\nBar_Baz==1.0\n"
+    assert B.read_freeze(text) == {"foo": None, "bar-baz": "1.0"}
 
 
 def test_bad_python_version():
