@@ -58,7 +58,7 @@ INPUTS = (
     "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
     "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
-    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv",
+    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version",
 )
 
 # The thresholds an inventory may set: result key of bench_result, comparison.
@@ -364,8 +364,11 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     heads, kv = heads_of(config)
     gpus = host_gpu_count(facts)
     size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
+    installed = _dict(info.get("vllm"))
     serving = serve_fit.check(serve_inputs(inputs), gpus, host_gpu_memory(facts), config=config or None,
-                              model_size=size if isinstance(size, int) and not isinstance(size, bool) else None)
+                              model_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                              vllm_options=installed.get("options") or None,
+                              vllm_version=installed.get("version") or _text(get("vllm_version")) or None)
     warnings = []
     for dummy, severity, dummy_variables, message in serving["problems"]:
         (errors if severity == "error" else warnings).append(message)
