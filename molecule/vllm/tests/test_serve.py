@@ -152,10 +152,19 @@ def side_effect(host):
     return json.loads(run(host, "cat /var/tmp/vllm-serve-side-effect.json"))
 
 
+def test_the_gate_refused_the_key_and_the_port_in_extra_args(host, serving):
+    """--api_key and --por= (vLLM reads --api-key and --port) stopped the host at the gate, the key not shown."""
+    refused = side_effect(host)["own_flags"]
+    assert "vllm_serve_extra_args has --api_key, which vLLM reads as --api-key" in refused
+    assert "vllm_serve_extra_args has --por, which vLLM reads as --port" in refused
+    assert "extra-args-key-0123456789" not in refused
+    assert "--por=8001" not in run(host, "ps -eo args --no-headers")
+
+
 def test_health_gate_failed_on_a_bad_flag_with_the_log_tail(host, serving):
     bad = side_effect(host)["bad_flag"]
     assert "failed its health gate" in bad["msg"]
-    assert "no-such-flag" in "\n".join(bad["log_tail"])
+    assert "no-such-dtype" in "\n".join(bad["log_tail"])
     assert not bad["ok"] and not bad["checks"]["health"]["ok"]
     assert KEY not in json.dumps(bad)
 
@@ -163,7 +172,7 @@ def test_health_gate_failed_on_a_bad_flag_with_the_log_tail(host, serving):
 def test_previous_state_restored_after_the_bad_flag(host, serving):
     restored = side_effect(host)["restored"]
     assert restored["ok"] and set(restored["checks"]) == {"health", "models", "completion", "unauthenticated"}
-    assert "--no-such-flag" not in run(host, "ps -eo args --no-headers")
+    assert "no-such-dtype" not in run(host, "ps -eo args --no-headers")
 
 
 def test_benchmark_numbers_recorded(host, serving):
