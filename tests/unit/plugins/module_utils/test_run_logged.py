@@ -10,6 +10,7 @@ __metaclass__ = type
 import json
 import os
 import stat
+import subprocess
 import time
 
 import pytest
@@ -228,10 +229,42 @@ def test_timeout_kills_the_process_group(tmp_path):
     job = R.start_job("sleeper", ["sh", "-c", "sleep 300 & echo $! > %s; wait" % marker], {}, log, [], 1)
     status = wait(log, job["job"])
     assert status["timed_out"] is True and status["rc"] is None
-    assert "the process group was killed" in status["tail"][-1]
+    assert "the process group and its descendants were killed" in status["tail"][-1]
     with open(marker) as handle:
         child = int(handle.read())
     assert not R._alive(child) and not R._group_alive(job["pgid"])
+
+
+def test_timeout_kills_a_grandchild_that_left_the_group_with_setsid(tmp_path):
+    """setsid gives the grandchild its own session and group: killpg misses it, the process tree does not."""
+    log = str(tmp_path / "t.log")
+    marker = str(tmp_path / "grandchild.pid")
+    script = "setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 300" % marker
+    job = R.start_job("sleeper", ["sh", "-c", script], {}, log, [], 2)
+    status = wait(log, job["job"])
+    assert status["timed_out"] is True
+    with open(marker) as handle:
+        grandchild = int(handle.read())
+    end = time.time() + 10
+    while time.time() < end and R._alive(grandchild):
+        time.sleep(0.1)
+    assert not R._alive(grandchild)
+
+
+def test_descendants_follow_the_process_tree(tmp_path):
+    proc = subprocess.Popen(["sh", "-c", "setsid sleep 300 & wait"], start_new_session=True)
+    try:
+        end = time.time() + 10
+        found = set()
+        while time.time() < end and not found:
+            found = R.descendants([proc.pid])
+            time.sleep(0.05)
+        assert found and proc.pid not in found and os.getpid() not in found
+        assert found <= R.descendants([os.getpid()])
+    finally:
+        R._stop_group(proc.pid, proc, grace=2, root=os.getpid())
+        proc.wait()
+    assert not any(R._alive(pid) for pid in found)
 
 
 def test_second_start_on_a_busy_log_is_refused_and_stop_ends_it(tmp_path):
