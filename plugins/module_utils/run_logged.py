@@ -344,10 +344,20 @@ def _write_json(path, data):
     os.rename(tmp, path)
 
 
+def _open_read(path):
+    """A file opened for reading, never through a link (O_NOFOLLOW), and only a regular one."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise OSError(errno.EINVAL, "not a regular file: %s" % path)
+    return handle
+
+
 def _read_json(path):
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        with _open_read(path) as handle:
+            data = json.loads(handle.read(1024 * 1024).decode("utf-8"))
     except (IOError, OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -381,7 +391,7 @@ def _group_alive(pgid):
 def read_tail(path, max_bytes=TAIL_BYTES):
     """The last max_bytes of a file as text (invalid UTF-8 replaced), '' when it cannot be read."""
     try:
-        with open(path, "rb") as handle:
+        with _open_read(path) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(size - max_bytes, 0))

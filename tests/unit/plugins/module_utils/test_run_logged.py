@@ -296,6 +296,21 @@ def test_log_that_is_a_symlink_is_not_followed(tmp_path):
     assert target.read_text() == "keep\n"
 
 
+def test_job_files_and_the_log_are_never_read_through_a_link(tmp_path):
+    """Root reads the .pid file, the .rc file and the log's tail: a link put in their place is not followed."""
+    target = tmp_path / "elsewhere"
+    target.write_text('{"job": "j", "supervisor": 1, "pgid": 1}')
+    log = tmp_path / "step.log"
+    os.symlink(str(target), R.pid_path(str(log)))
+    assert R._read_json(R.pid_path(str(log))) is None
+    assert R.running_job(str(log)) is None
+    os.symlink(str(target), str(log))
+    assert R.read_tail(str(log)) == ""
+    os.mkfifo(str(tmp_path / "fifo.log"))
+    assert R.read_tail(str(tmp_path / "fifo.log")) == ""
+    assert R._read_json(str(target)) == {"job": "j", "supervisor": 1, "pgid": 1}
+
+
 def test_error_lines_of_a_failed_verbose_build():
     text = fixture("pip-wheel-verbose-broken-sdist.log")
     tail = R.tail_lines(text, 40)

@@ -156,6 +156,22 @@ def test_health_supervisord_log_file(run_module, key_file, tmp_path):
     assert result["service"]["state"] == "absent"
 
 
+@pytest.mark.parametrize("kind_", ["symlink", "fifo"])
+def test_health_never_reads_the_log_through_a_link_or_from_a_fifo(run_module, key_file, tmp_path, kind_):
+    """The log's directory may be writable by the service user: a link there must not make root read elsewhere."""
+    secret = tmp_path / "root-only"
+    secret.write_text("root's secret line\n")
+    log = tmp_path / "svc.log"
+    if kind_ == "symlink":
+        log.symlink_to(secret)
+    else:
+        os.mkfifo(str(log))
+    kind, result, dummy = run_module(vllm_health.main, health_args(
+        "http://127.0.0.1:9", key_file, mode="supervisord", log_file=str(log), timeout=1))
+    assert kind == "fail" and not any("secret line" in line for line in result["log_tail"])
+    assert result["log_tail"][0].startswith("cannot read %s" % log)
+
+
 def test_health_key_file_missing_or_empty(run_module, tmp_path):
     kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", str(tmp_path / "none")))
     assert kind == "fail" and "Cannot read the API key" in result["msg"]
