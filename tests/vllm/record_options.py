@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Record the options of `vllm serve` of every vLLM release of the matrix (make vllm-options).
