@@ -23,10 +23,10 @@ description:
 options:
   output:
     description: A file on the controller for the timings as JSON (C(phases), a list of C(phase), C(seconds) and
-      C(batches), the host names that reported a task result in each batch of the phase's plays, C(total) and
-      C(playbook));
-      not written when empty. A name that ends in C(.jsonl) keeps a history instead, one run per line appended
-      (each with C(playbook), the file name of the run's playbook), so that the runs of one job can be told apart.
+      C(batches), the host names that reported a task result in each batch of the phase's plays, where a play that
+      matched no host adds no batch; C(total) and C(playbook)); not written when empty. A name that ends in
+      C(.jsonl) keeps a history instead, one run per line appended (each with C(playbook), the file name of the
+      run's playbook), so that the runs of one job can be told apart.
     type: path
     default: ""
     env:
@@ -111,7 +111,7 @@ class CallbackModule(CallbackBase):
         self._display.display(phase_table(rows))
         output = self.get_option("output")
         if output:
-            data = {"phases": [{"phase": n, "seconds": round(s, 1), "batches": self._batches.get(n, [])}
+            data = {"phases": [{"phase": n, "seconds": round(s, 1), "batches": [b for b in self._batches.get(n, []) if b]}
                                for n, s in rows],
                     "total": round(sum(row[1] for row in rows), 1), "playbook": self._playbook}
             if output.endswith(".jsonl"):

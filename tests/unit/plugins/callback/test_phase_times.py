@@ -35,7 +35,7 @@ def test_phases_add_up_and_the_table_is_printed(tmp_path, monkeypatch):
     cb = phase_times.CallbackModule(display=display)
     out = tmp_path / "times.json"
     cb.get_option = lambda name: str(out) if name == "output" else None
-    plays = ((0.0, "Check the chain", "preflight", ["h1", "h2"]), (10.0, "Serve, batch 1", "serve", ["h1"]),
+    plays = ((0.0, "Check the chain", "preflight", ["h1", "h2"]), (9.0, "The mirror (no host)", "serve", []), (10.0, "Serve, batch 1", "serve", ["h1"]),
              (12.0, "Serve, batch 2", "serve", ["h2"]), (20.0, "Write the report", None, []))
     for at, name, phase, hosts in plays:
         now[0] = at
@@ -47,8 +47,8 @@ def test_phases_add_up_and_the_table_is_printed(tmp_path, monkeypatch):
     now[0] = 25.0
     cb.v2_playbook_on_stats(mock.MagicMock())
     data = json.loads(out.read_text())
-    assert data == {"phases": [{"phase": "preflight", "seconds": 10.0, "batches": [["h1", "h2"]]},
-                               {"phase": "serve", "seconds": 10.0, "batches": [["h1"], ["h2"]]},
+    assert data == {"phases": [{"phase": "preflight", "seconds": 9.0, "batches": [["h1", "h2"]]},
+                               {"phase": "serve", "seconds": 11.0, "batches": [["h1"], ["h2"]]},
                                {"phase": "Write the report", "seconds": 5.0, "batches": [["h3"]]}], "total": 25.0,
                     "playbook": None}
     table = display.display.call_args[0][0]
