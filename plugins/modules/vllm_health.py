@@ -18,8 +18,8 @@ description:
   - The API key is read on the host from the environment file the role writes (I(key_file), mode 0600, the
     C(VLLM_API_KEY=) line); it is never an argument of the module, and it is masked in anything returned.
   - The key goes only to the service. Once something answers on the port, and before each request that carries the
-    key, the gate reads the socket listening on the URL's address and port (C(/proc/net/tcp), C(/proc/net/tcp6): that
-    address or a wildcard) and the processes holding it (C(/proc/<pid>/fd)); each must be the service's main process
+    key, the gate reads the socket listening on the URL's address (or a wildcard) and port, from C(/proc/net/tcp) and
+    C(/proc/net/tcp6), and the processes holding it (C(/proc/<pid>/fd)); each must be the service's main process
     (systemd's C(MainPID), C(supervisorctl pid PROGRAM)) or a descendant of it (check C(process tree)), or, while the
     service runs no main process, run as I(user) (check C(user)). A listener that is not the service's stops the gate
     at once, without the key, naming its pid, user and command line and the fix; only the unauthenticated

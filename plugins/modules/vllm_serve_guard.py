@@ -13,11 +13,11 @@ module: vllm_serve_guard
 short_description: Whose processes hold a vLLM service's port and the GPUs, checked on its host
 description:
   - I(check=listener), before a client is given the API key (the vllm_serve role's benchmark); the socket listening on
-    I(url)'s address and port (C(/proc/net/tcp), C(/proc/net/tcp6): that address or a wildcard) must be held by the
+    I(url)'s address (or a wildcard) and port, read from C(/proc/net/tcp) and C(/proc/net/tcp6), must be held by the
     service's main process (systemd's C(MainPID), C(supervisorctl pid PROGRAM)) or its descendants (check
     C(process tree)), or, while the service runs no main process, by processes of I(user) (check C(user)). Else the
     task fails naming the pid, user and command line of each holder and the fix. Nothing is sent to the port.
-  - I(check=gpu), before a start; where C(nvidia-smi) exists, waits up to I(timeout) seconds until no compute process
+  - I(check=gpu), before a start, where C(nvidia-smi) exists, waits up to I(timeout) seconds until no compute process
     of I(user) that is not the service's (outside its process tree, another systemd unit or supervisord program) holds
     GPU memory, then fails naming them (pid, memory, command line) and the fix. Without C(nvidia-smi) it returns at
     once with RV(gpu) false and says the wait is skipped; when C(nvidia-smi) fails, it warns and does not wait.

@@ -38,13 +38,13 @@ def fixture(name):
 
 def captured_processes():
     """{pid: {cmdline, stat, uid, links}} of proc-holders.txt."""
-    procs, pid = {}, None
+    procs, pid = {}, 0
     for line in fixture("proc-holders.txt").splitlines():
         match = re.match(r"^== pid (\d+): (.*)$", line)
         if match:
             pid = int(match.group(1))
             procs[pid] = {"cmdline": match.group(2).strip(), "links": []}
-        elif re.match(r"^%d \(" % pid, line):
+        elif line.startswith("%d (" % pid):
             procs[pid]["stat"] = line
         elif line.startswith("Uid:"):
             procs[pid]["status"] = line

@@ -228,8 +228,8 @@ def impostor_checks(result, where):
     assert "The requests with the API key were not sent" in result["msg"]
 
 
-def test_health_sends_no_key_to_a_listener_outside_the_service_s_tree(run_module, stand_in, key_file, tools,
-                                                                     other_process):
+def test_health_sends_no_key_to_a_listener_outside_the_service_s_tree(
+        run_module, stand_in, key_file, tools, other_process):
     url, dummy = stand_in
     tools.write_text("ActiveState=active\nSubState=running\nMainPID=%d\nNRestarts=0\n" % other_process)
     kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, timeout=600, user="root"))
