@@ -20,7 +20,9 @@ The listener (``listener_verdict``):
   address (``::`` also takes IPv4 unless the socket is IPv6-only, which
   /proc does not show: it counts), ``::`` for an IPv6 one;
 - the ``socket:[inode]`` links under ``/proc/<pid>/fd`` give the processes
-  that hold those sockets;
+  that hold those sockets (root without CAP_SYS_PTRACE, a container's root
+  by default, reads another user's through a child process of that user's
+  uid and gid: the links are behind the kernel's ptrace access check);
 - with the service's main pid known (systemd's ``MainPID``, ``supervisorctl
   pid PROGRAM``), each holder must be that pid or a descendant of it (check
   ``process tree``); without one (the service does not run), each holder
@@ -41,6 +43,7 @@ __metaclass__ = type
 
 import errno
 import ipaddress
+import json
 import os
 import pwd
 import re
@@ -167,6 +170,23 @@ def parse_status_uid(text):
     raise ValueError("no Uid: line in /proc/<pid>/status")
 
 
+def parse_status_ids(text):
+    """(uid, gid) of /proc/<pid>/status when its real, effective and saved ids are one uid and one gid, else None.
+
+    Only such a process lets another process of the same uid and gid read
+    its open files (the kernel's ptrace access check, which /proc/<pid>/fd
+    links are behind).
+    """
+    found = {}
+    for line in (text or "").splitlines():
+        name, dummy, rest = line.partition(":")
+        if name in ("Uid", "Gid"):
+            parts = rest.split()[:3]
+            if len(parts) == 3 and all(part.isdigit() for part in parts) and len(set(parts)) == 1:
+                found[name] = int(parts[0])
+    return (found["Uid"], found["Gid"]) if len(found) == 2 else None
+
+
 def cmdline_text(raw, limit=400):
     """/proc/<pid>/cmdline (arguments ending in NUL) as one line, cut at limit characters."""
     if isinstance(raw, bytes):
@@ -251,7 +271,8 @@ def describe(who):
     """'pid 1234, user nobody (uid 65534): python3 -m http.server' of a {pid, uid, user, cmdline}."""
     if who.get("pid") is None:
         return ("a process that this host's /proc does not show (another PID namespace, such as a container that"
-                " shares the host's network), socket owner uid %s" % who.get("uid"))
+                " shares the host's network, or one whose open files cannot be read); the socket's owner is %s (uid %s)"
+                % (who.get("user") or "?", who.get("uid")))
     user = who.get("user") or "?"
     return "pid %s, user %s (uid %s): %s" % (who["pid"], user, who.get("uid"), who.get("cmdline") or "(no command line)")
 
@@ -415,28 +436,96 @@ def _pids(proc_root):
     return sorted(int(name) for name in os.listdir(proc_root) if _NUMBER_RE.match(name))
 
 
-def read_fd_links(proc_root="/proc"):
-    """({pid: [socket links]}, unreadable): the socket fds of every process; unreadable counts the processes whose fds
-    could not be read (not root)."""
-    links, unreadable = {}, 0
-    for pid in _pids(proc_root):
-        fd_dir = os.path.join(proc_root, str(pid), "fd")
+_DENIED = (errno.EACCES, errno.EPERM)
+
+
+def _socket_links(proc_root, pid):
+    """(socket links, denied) of one process's open files; denied when some could not be read."""
+    fd_dir = os.path.join(proc_root, str(pid), "fd")
+    try:
+        names = os.listdir(fd_dir)
+    except (IOError, OSError) as exc:
+        return [], exc.errno in _DENIED
+    found, denied = [], False
+    for name in names:
         try:
-            names = os.listdir(fd_dir)
+            link = os.readlink(os.path.join(fd_dir, name))
         except (IOError, OSError) as exc:
-            unreadable += exc.errno in (errno.EACCES, errno.EPERM)
+            denied = denied or exc.errno in _DENIED
             continue
-        found = []
-        for name in names:
-            try:
-                link = os.readlink(os.path.join(fd_dir, name))
-            except (IOError, OSError):
-                continue
-            if link.startswith("socket:["):
-                found.append(link)
+        if link.startswith("socket:["):
+            found.append(link)
+    return found, denied
+
+
+def _socket_links_as(uid, gid, pids, proc_root):
+    """{pid: (socket links, denied)} of pids, read by a child process that runs as uid:gid.
+
+    The links under /proc/<pid>/fd are behind the kernel's ptrace access
+    check: root without CAP_SYS_PTRACE (a container's root, by default)
+    reads its own processes' only, a process of the same uid and gid reads
+    them all. {} where the child cannot take those ids.
+    """
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's part, checked through its answer
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+            found = dict((str(pid), _socket_links(proc_root, pid)) for pid in pids)
+            data = json.dumps(found).encode("utf-8")
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks = []
+    with os.fdopen(read_end, "rb") as handle:
+        chunks.append(handle.read())
+    dummy, status = os.waitpid(child, 0)
+    if status != 0:
+        return {}
+    try:
+        return dict((int(pid), (links, denied))
+                    for pid, (links, denied) in json.loads(b"".join(chunks).decode("utf-8")).items())
+    except (TypeError, ValueError):
+        return {}
+
+
+def read_fd_links(proc_root="/proc"):
+    """({pid: [socket links]}, unreadable): the sockets every process holds; unreadable counts the processes whose
+    open files could not be read.
+
+    Those of other users that root cannot read (no CAP_SYS_PTRACE) are read
+    again by a child process per uid and gid (_socket_links_as).
+    """
+    links, denied = {}, []
+    for pid in _pids(proc_root):
+        found, no = _socket_links(proc_root, pid)
         if found:
             links[pid] = found
-    return links, unreadable
+        if no:
+            denied.append(pid)
+    if denied and os.geteuid() == 0:
+        owners = {}
+        for pid in denied:
+            try:
+                ids = parse_status_ids(_read(os.path.join(proc_root, str(pid), "status")).decode("utf-8", "replace"))
+            except (IOError, OSError):
+                ids = None
+            if ids and ids[0] != 0:
+                owners.setdefault(ids, []).append(pid)
+        for (uid, gid), pids in sorted(owners.items()):
+            for pid, (found, no) in _socket_links_as(uid, gid, pids, proc_root).items():
+                if found:
+                    links[pid] = found
+                if not no:
+                    denied.remove(pid)
+    return links, len(denied)
 
 
 def read_process(pid, proc_root="/proc", unit=False):
@@ -515,8 +604,11 @@ def read_listener(url, main_pid, user, proc_root="/proc"):
     procs = read_processes([pid for pids in holders.values() for pid in pids], proc_root)
     verdict = listener_verdict(listening, holders, procs, main_pid, user_uid(user))
     verdict.update(where=where, error=None)
+    for who in verdict["impostors"]:
+        if who["pid"] is None:
+            who["user"] = user_name(who["uid"])
     if unreadable and any(who["pid"] is None for who in verdict["impostors"]):
-        verdict["error"] = ("the open files of %d process(es) could not be read: run the module as root" % unreadable)
+        verdict["error"] = "the open files of %d process(es) could not be read (run as root)" % unreadable
     return verdict
 
 

@@ -95,6 +95,8 @@ extends_documentation_fragment:
 notes:
   - Runs the same in check mode (it only reads); a server that is not there fails the gate there too.
   - Runs as root, to read the open files of every process (a socket whose holder cannot be read is not the service's).
+    Root without C(CAP_SYS_PTRACE) (a container's root, by default) reads those of another user's processes through a
+    child process that runs as that user.
 """
 
 EXAMPLES = r"""
@@ -138,11 +140,25 @@ listener:
   returned: always
   type: dict
 gpu:
-  description:
-    - C(checked) (whether C(nvidia-smi) was found), C(error) (its failure), C(others) (the compute processes that are
-      not the service's, each C(pid), C(used_mib), C(gpus), C(user), C(cmdline), C(whose)) and C(warning).
+  description: The GPUs' compute processes that are not the service's, where C(nvidia-smi) exists.
   returned: always
   type: dict
+  contains:
+    checked:
+      description: Whether C(nvidia-smi) was found.
+      type: bool
+    error:
+      description: Why C(nvidia-smi --query-compute-apps) gave no list, else null.
+      type: str
+    others:
+      description:
+        - The compute processes that are not the service's, each C(pid), C(used_mib), C(gpus), C(uid), C(user),
+          C(cmdline), C(unit) and C(whose) (C(leftover), C(other service), C(other user), C(unknown)).
+      type: list
+      elements: dict
+    warning:
+      description: The warning shown about them, else null.
+      type: str
 log_tail:
   description:
     - The lines of the service's log that report errors (the root cause of a failed start comes well before the last

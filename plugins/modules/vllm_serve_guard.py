@@ -63,7 +63,8 @@ options:
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
-  - Runs as root, to read the open files and the state of every process.
+  - Runs as root, to read the open files and the state of every process. Root without C(CAP_SYS_PTRACE) (a container's
+    root, by default) reads those of another user's processes through a child process that runs as that user.
   - Runs the same in check mode (it only reads).
 """
 

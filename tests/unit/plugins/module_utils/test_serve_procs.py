@@ -17,8 +17,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import json
 import os
 import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -472,3 +478,55 @@ def test_target_addresses():
     assert "127.0.0.1" in S.target_addresses("localhost")
     assert S.url_endpoint("http://[::1]:28103") == ("::1", 28103)
     assert S.url_endpoint("http://127.0.0.1") == ("127.0.0.1", 80)
+
+
+# --- the real /proc, as a container's root reads it (no CAP_SYS_PTRACE) ---------------------------
+
+READ_AS_CONTAINER_ROOT = r"""
+import json, sys
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_procs as S
+url, main_pid, user = sys.argv[1], int(sys.argv[2]) or None, sys.argv[3]
+print(json.dumps({"verdict": S.read_listener(url, main_pid, user), "links": S.read_fd_links()[0]}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and util-linux's setpriv")
+def test_a_container_s_root_reads_other_users_sockets(tmp_path):
+    """Root without CAP_SYS_PTRACE (Docker's default) cannot read the fd links of another user's process: the
+    reading does it in a child process of that user's uid and gid. A listener of nobody, found so."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    listener = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c",
+                                 "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', %d)); s.listen();"
+                                 " time.sleep(60)" % port], cwd="/")
+    try:
+        deadline = time.time() + 20
+        while not any(sock["port"] == port and sock["state"] == S.LISTEN for sock in S.read_sockets()):
+            assert time.time() < deadline and listener.poll() is None
+            time.sleep(0.05)
+
+        def read(main_pid, user):
+            out = subprocess.check_output(
+                ["setpriv", "--bounding-set=-sys_ptrace", "--", sys.executable, "-c", READ_AS_CONTAINER_ROOT,
+                 "http://127.0.0.1:%d" % port, str(main_pid), user],
+                env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+            return json.loads(out)
+
+        found = read(0, "nobody")
+        assert str(listener.pid) in found["links"]
+        verdict = found["verdict"]
+        assert verdict["ok"] and verdict["check"] == S.CHECK_USER and [who["pid"] for who in verdict["holders"]] == [
+            listener.pid]
+        # the main pid of a service that is not the listener's ancestor
+        other = subprocess.Popen(["sleep", "60"])
+        try:
+            verdict = read(other.pid, "nobody")["verdict"]
+        finally:
+            other.kill()
+            other.wait()
+        assert not verdict["ok"] and [who["pid"] for who in verdict["impostors"]] == [listener.pid]
+        assert verdict["impostors"][0]["user"] == "nobody" and "socket.socket()" in verdict["impostors"][0]["cmdline"]
+    finally:
+        listener.kill()
+        listener.wait()
