@@ -46,6 +46,8 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus impor
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.serve_fit import OWN_FLAGS, tp_valid  # noqa: F401 pylint: disable=unused-import
 
 MODES = ("auto", "systemd", "supervisord")
+STOP_TIMEOUT = 60
+STOP_GRACE = 45
 BENCH_WHEN = ("changed", "always", "never")
 
 # The keys of the role's inputs (the vllm_serve_* variable of the same name
@@ -55,7 +57,7 @@ INPUTS = (
     "host", "port", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
     "enforce_eager", "extra_args", "preset", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
     "restart_sec", "start_limit_burst", "start_limit_interval", "supervisor_venv", "supervisor_version",
-    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens",
+    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens", "gpu_wait_timeout",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
     "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
     "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version",
@@ -398,6 +400,8 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
                       % _text(get("supervisor_version")))
     health_poll = _int(get("health_poll"), "vllm_serve_health_poll", errors, "set it to seconds such as 5", low=1)
     health_tokens = _int(get("health_tokens"), "vllm_serve_health_tokens", errors, "set it such as 4", low=1, high=64)
+    gpu_wait_timeout = _int(get("gpu_wait_timeout"), "vllm_serve_gpu_wait_timeout", errors,
+                            "set it to seconds such as 60 (0: look once, without waiting)", high=3600)
     health_timeout = _int(get("health_timeout"), "vllm_serve_health_timeout", errors,
                           "set it to 0 (sized to the model) or seconds such as 900")
     if health_timeout == 0:
@@ -496,6 +500,12 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         # A server that exits within its first minute did not start (supervisord startsecs):
         # after supervisor_start_retries such starts the program is FATAL, and the gate says so.
         "supervisor_start_secs": 60,
+        # Seconds a stop may take (systemd TimeoutStopSec, supervisord stopwaitsecs) before the service manager kills
+        # what is left; the supervisord wrapper kills the server's process group (TERM, then KILL) within
+        # stop_grace seconds of its own, below that, so that it still runs to kill the group and exit.
+        "stop_timeout": STOP_TIMEOUT,
+        "stop_grace": STOP_GRACE,
+        "gpu_wait": {"timeout": gpu_wait_timeout},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
         "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},

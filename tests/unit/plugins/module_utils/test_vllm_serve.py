@@ -35,7 +35,7 @@ def inputs(**over):
         cache_dir="/opt/llm-stack/cache/vllm", log_dir="/var/log/llm-stack/vllm", restart_sec=15,
         start_limit_burst=5, start_limit_interval=900, supervisor_venv="/opt/llm-stack/supervisor",
         supervisor_version="4.3.0", supervisor_run_dir="/run", supervisor_start_retries=3, health_timeout=0,
-        health_poll=5, health_tokens=4, benchmark=False, benchmark_when="changed", benchmark_num_prompts=50,
+        health_poll=5, health_tokens=4, gpu_wait_timeout=60, benchmark=False, benchmark_when="changed", benchmark_num_prompts=50,
         benchmark_input_len=256, benchmark_output_len=128, benchmark_seed=0, benchmark_request_rate="inf",
         benchmark_thresholds={}, benchmark_fail_on_miss=False, benchmark_dir="/opt/llm-stack/benchmarks",
         cpu_only_test_host=False, hostname="gpu-01")
@@ -464,6 +464,17 @@ def test_health_timeout_sized_to_model():
     assert plan(seen=info(total_size=None))["health"]["timeout"] == 600
     assert plan(seen=info(total_size=10 ** 13))["health"]["timeout"] == 3600
     assert plan(health_timeout=120)["health"]["timeout"] == 120
+
+
+def test_gpu_wait_and_stop_times():
+    found = plan()
+    assert found["gpu_wait"] == {"timeout": 60} and plan(gpu_wait_timeout=0)["gpu_wait"] == {"timeout": 0}
+    # the wrapper ends the server's group before supervisord would kill the wrapper itself
+    assert 0 < found["stop_grace"] < found["stop_timeout"]
+    for bad in (-1, "soon", 3601, True):
+        errors = plan(gpu_wait_timeout=bad)["errors"]
+        assert any(e.startswith("vllm_serve_gpu_wait_timeout=%s is not a whole number" % bad) and "Fix: set it to"
+                   " seconds such as 60" in e for e in errors), errors
 
 
 def test_health_url_uses_loopback_for_wildcard():
