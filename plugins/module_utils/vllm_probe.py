@@ -74,6 +74,22 @@ IMPORT_NAMES = {
 }
 
 # Stdlib only, Python >= 3.8: it runs under the venv's interpreter.
+# Both scripts collect the warnings vLLM logs while it loads (a script runs alone under the venv's Python).
+SAID = r'''
+class Said(logging.Handler):
+    """The warnings vLLM logs while it loads its kernels ("Failed to import from vllm._C: ...")."""
+
+    def __init__(self):
+        logging.Handler.__init__(self, logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        try:
+            self.lines.append(record.getMessage()[-600:])
+        except Exception:
+            pass
+'''
+
 PROBE_SCRIPT = r'''
 import base64, hashlib, importlib, json, logging, os, re, sys, warnings
 args = json.loads(sys.argv[1])
@@ -135,18 +151,7 @@ def mapped(root):
     return sorted(found)
 
 
-class Said(logging.Handler):
-    """The warnings vLLM logs while it loads its kernels ("Failed to import from vllm._C: ...")."""
-
-    def __init__(self):
-        logging.Handler.__init__(self, logging.WARNING)
-        self.lines = []
-
-    def emit(self, record):
-        try:
-            self.lines.append(record.getMessage()[-600:])
-        except Exception:
-            pass
+@SAID@
 
 
 def load_kernels(platform, loader, root):
@@ -224,7 +229,7 @@ if args.get("import_vllm"):
     out["vllm"] = v
 
 print("@MARK@" + json.dumps(out, sort_keys=True))
-'''.replace("@MARK@", MARK)
+'''.replace("@MARK@", MARK).replace("@SAID@", SAID)
 
 # Stdlib only, Python >= 3.8: runs under the venv's interpreter as the service's user. It never exits non-zero on
 # an import that fails: each step's outcome is in the result.
@@ -240,16 +245,7 @@ out = {"uid": os.getuid(), "platform": None, "device_type": None, "steps": [], "
                        "platform_python_implementation": platform.python_implementation()}}
 
 
-class Said(logging.Handler):
-    def __init__(self):
-        logging.Handler.__init__(self, logging.WARNING)
-        self.lines = []
-
-    def emit(self, record):
-        try:
-            self.lines.append(record.getMessage()[-600:])
-        except Exception:
-            pass
+@SAID@
 
 
 def step(label, action, module=None):
@@ -323,7 +319,7 @@ if any(entry["ok"] is False for entry in out["steps"]):
             out["installed"][name] = dist.version
             out["requires"][name] = list(dist.requires or [])
 print("@MARK@" + json.dumps(out, sort_keys=True))
-'''.replace("@MARK@", MARK)
+'''.replace("@MARK@", MARK).replace("@SAID@", SAID)
 
 
 _ELF_RE = re.compile(r"\bsm_([0-9]+)([af]?)(?![0-9A-Za-z])")
