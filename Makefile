@@ -13,6 +13,10 @@
 #                    from the package index (MATRIX_INDEX_URL, default PyPI),
 #                    rewrite the generated block of compat_matrix.py, print the
 #                    diff and render docs/compat-matrix.md (tests/matrix/refresh.py)
+#   make vllm-options  record the options of `vllm serve` of every vLLM release of
+#                    the matrix from its wheel on the package index into
+#                    plugins/module_utils/vllm_options.py (tests/vllm/record_options.py;
+#                    needs the vLLM scenario's wheelhouses)
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
 # runs venv engine images collection changelog in order, then the rest two
@@ -43,7 +47,7 @@ $(shell rm -f build/ci/timings.tsv build/ci/molecule-times.tsv; mkdir -p build/c
 endif
 
 .PHONY: help test setup venv engine images collection lint changelog-lint sanity unit build \
-	fixtures molecule awx core-latest site site-down docs matrix bench clean
+	fixtures molecule awx core-latest site site-down docs matrix vllm-options bench clean
 
 help:
 	@sed -n '2,/^$$/p' Makefile | sed -e '/^$$/d' -e 's/^# \{0,1\}//'
@@ -113,6 +117,11 @@ docs: venv
 matrix: venv collection
 	@source $(CI)/lib.sh && use_venv && python tests/matrix/refresh.py && \
 		python tests/unit/compat_doc.py >docs/compat-matrix.md
+
+# Reads the package index (network, a wheel of 240 to 430 MB per release, kept in
+# .cache/vllm-options); changes only vllm_options.py's generated block.
+vllm-options: venv collection
+	@source $(CI)/lib.sh && use_venv && python tests/vllm/record_options.py
 
 bench: venv
 	@if [[ -x tests/bench/run ]]; then \

@@ -23,8 +23,10 @@ description:
 options:
   output:
     description: A file on the controller for the timings as JSON (C(phases), a list of C(phase), C(seconds) and
-      C(batches), the host names that reported a task result in each batch of the phase's plays, and C(total));
-      not written when empty.
+      C(batches), the host names that reported a task result in each batch of the phase's plays, where a play that
+      matched no host adds no batch; C(total) and C(playbook)); not written when empty. A name that ends in
+      C(.jsonl) keeps a history instead, one run per line appended (each with C(playbook), the file name of the
+      run's playbook), so that the runs of one job can be told apart.
     type: path
     default: ""
     env:
@@ -54,6 +56,10 @@ class CallbackModule(CallbackBase):
         self._current = None
         self._started = None
         self._batches = {}
+        self._playbook = None
+
+    def v2_playbook_on_start(self, playbook):
+        self._playbook = getattr(playbook, "_file_name", None)
 
     def _close(self):
         if self._current is not None:
@@ -105,8 +111,12 @@ class CallbackModule(CallbackBase):
         self._display.display(phase_table(rows))
         output = self.get_option("output")
         if output:
-            data = {"phases": [{"phase": n, "seconds": round(s, 1), "batches": self._batches.get(n, [])}
+            data = {"phases": [{"phase": n, "seconds": round(s, 1), "batches": [b for b in self._batches.get(n, []) if b]}
                                for n, s in rows],
-                    "total": round(sum(row[1] for row in rows), 1)}
-            with open(output, "w") as f:
-                f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+                    "total": round(sum(row[1] for row in rows), 1), "playbook": self._playbook}
+            if output.endswith(".jsonl"):
+                with open(output, "a") as f:
+                    f.write(json.dumps(data, sort_keys=True) + "\n")
+            else:
+                with open(output, "w") as f:
+                    f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")

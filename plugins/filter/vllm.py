@@ -2,7 +2,8 @@
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """vllm_source filters; documentation in vllm_source_plan.yml, vllm_source_jobs.yml, vllm_source_dry_run.yml and
-vllm_source_verdict.yml, vllm_source_tag_commit.yml and vllm_source_commit_problem.yml next to this file. The decisions are in module_utils/vllm.py.
+vllm_source_verdict.yml, vllm_source_tag_commit.yml, vllm_source_commit_problem.yml and vllm_source_record_refusal.yml
+next to this file. The decisions are in module_utils/vllm.py.
 
 Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
 file of it, in every worker."""
@@ -88,6 +89,13 @@ def vllm_source_commit_problem(plan, ls_remote, head=None):
     return vllm.commit_problem(plan, ls_remote or "", head)
 
 
+def vllm_source_record_refusal(seen, venv):
+    """vllm_serve_info's reading of the venv's vLLM in, [] or the refusal of a vLLM whose record failed out."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
+    _mapping("vllm_source_record_refusal: the input (vllm_serve_info's vllm)", seen)
+    return vllm.record_refusal(seen, venv)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -97,4 +105,5 @@ class FilterModule(object):
             "vllm_source_verdict": vllm_source_verdict,
             "vllm_source_tag_commit": vllm_source_tag_commit,
             "vllm_source_commit_problem": vllm_source_commit_problem,
+            "vllm_source_record_refusal": vllm_source_record_refusal,
         }

@@ -125,6 +125,12 @@ SOURCES = {
                 " must fit in gpu_memory_utilization of each GPU after the weights; the estimate is"
                 " plugins/module_utils/serve_fit.py's",
     },
+    "vllm-argparse": {
+        "url": "https://github.com/vllm-project/vllm/blob/v0.34.0/vllm/utils/argparse_utils.py",
+        "note": "FlexibleArgumentParser.parse_args turns _ into - in a flag's name, replaces --config FILE by the"
+                " YAML file's flags and leaves argparse's allow_abbrev on (a unique prefix of an option is that"
+                " option); the options of each release: plugins/module_utils/vllm_options.py (make vllm-options)",
+    },
     "vllm-recipes": {
         "url": "https://github.com/vllm-project/recipes/tree/45f3c8c0fce4d1b43ae328e454c8414410605c70/models/Qwen",
         "note": "the flags of vLLM's recipes per model (reasoning and tool-call parsers, --language-model-only), and"
@@ -313,7 +319,15 @@ RULES = (
      "text": "The weights at the served dtype and the KV cache of one sequence of max_model_len tokens fit the memory"
              " of the tensor x pipeline parallel GPUs times gpu_memory_utilization, less a margin per GPU."},
     {"id": "serve-own-flags", "part": "serve", "severity": "error", "source": "roles",
-     "text": "vllm_serve_extra_args does not set a flag the role sets from its own variables."},
+     "text": "vllm_serve_extra_args does not set a flag the role sets from its own variables, read as vLLM reads"
+             " it (_ is -, a unique prefix is the option, any candidate of an ambiguous prefix counts)."},
+    {"id": "serve-extra-args", "part": "serve", "severity": "error", "source": "vllm-argparse",
+     "text": "vLLM reads vllm_serve_extra_args as given: no --config, no word that would become the model, no"
+             " ambiguous abbreviation, and with the options of the vLLM that runs (or its release) no unknown flag"
+             " and none without its value."},
+    {"id": "serve-extra-args-unchecked", "part": "serve", "severity": "warning", "source": "vllm-argparse",
+     "text": "Where only a nearby release's options are recorded, an unknown flag or one without its value is a"
+             " warning."},
     {"id": "serve-preset", "part": "serve", "severity": "error", "source": "vllm-recipes",
      "text": "vllm_serve_preset is auto, none or a preset of plugins/module_utils/serve_fit.py."},
     {"id": "serve-not-checked", "part": "serve", "severity": "warning", "source": "vllm-recipes",

@@ -634,7 +634,8 @@ def part_serve(p, params, report):
     gpu_count = len(p["gpus"]) if gpu_count is None else int(gpu_count)
     size = params.get("serve_model_size")
     result = serve_fit.check(inputs, gpu_count, params.get("gpu_memory_mib") or [],
-                             config=params.get("serve_model_config") or None, model_size=size or None)
+                             config=params.get("serve_model_config") or None, model_size=size or None,
+                             vllm_options=params.get("serve_vllm_options") or None, vllm_version=p["vllm_version"])
     for rule, dummy, variables, message in result["problems"]:
         report.add(rule, message, variables=variables)
 

@@ -74,6 +74,7 @@ OPTIONS = dict(
     serve_preset=dict(type="str"),
     serve_model_config=dict(type="dict"),
     serve_model_size=dict(type="int"),
+    serve_vllm_options=dict(type="dict"),
     gpu_memory_mib=dict(type="list", elements="int", default=[]),
     extra_errors=dict(type="list", elements="str", default=[]),
     extra_warnings=dict(type="list", elements="str", default=[]),

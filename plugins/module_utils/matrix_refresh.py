@@ -177,15 +177,18 @@ def metadata_entry(entries):
     return found[0]
 
 
-def read_wheel_metadata(read, size):
-    """The METADATA text of a wheel of size bytes, read with read(offset, length) -> bytes (never past the end):
-    the tail, the central directory when the tail does not hold it, the member (twice where its local extra field
-    is long)."""
+def _bounded(read, size):
     def bounded(offset, length):
         if offset < 0 or offset >= size:
             raise RefreshError("a read at %d is outside the file (%d bytes)" % (offset, size))
         return read(offset, min(length, size - offset))
+    return bounded
 
+
+def read_wheel_directory(read, size):
+    """The central directory entries of a zip of size bytes (central_directory's dicts), read with
+    read(offset, length) -> bytes: the tail, then the directory when the tail does not hold it. Two reads at most,
+    whatever the size of the members: a 300 MB wheel's file list costs its directory's bytes."""
     tail_start = size - tail_length(size)
     tail = read(tail_start, size - tail_start)
     cd_offset, cd_size, count = end_of_central_directory(tail, size)
@@ -194,10 +197,17 @@ def read_wheel_metadata(read, size):
     if cd_offset >= tail_start:
         directory = tail[cd_offset - tail_start:cd_offset - tail_start + cd_size]
     else:
-        directory = bounded(cd_offset, cd_size)
-    entry = metadata_entry(central_directory(directory, count))
+        directory = _bounded(read, size)(cd_offset, cd_size)
+    return central_directory(directory, count)
+
+
+def read_wheel_metadata(read, size, entries=None):
+    """The METADATA text of a wheel of size bytes, read with read(offset, length) -> bytes (never past the end):
+    the central directory (read_wheel_directory, unless its entries are given), then the member (twice where its
+    local extra field is long)."""
+    entry = metadata_entry(entries if entries is not None else read_wheel_directory(read, size))
     try:
-        return member(bounded, entry).decode("utf-8")
+        return member(_bounded(read, size), entry).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RefreshError("%s is not UTF-8: %s" % (entry["name"], exc))
 

@@ -34,6 +34,10 @@ reading: ``gpu_error`` says so and the host is reported as broken, with the
 GPUs read so far. When step 1 fails for another reason (driver not loaded, no
 devices) the reason is returned as ``gpu_error`` and nothing else is run.
 
+``parse_compute_apps`` reads ``--query-compute-apps=pid,used_memory`` for
+the vllm_serve role's checks of whose processes hold GPU memory
+(module_utils/serve_procs.py).
+
 Every parser here returns a value or raises ValueError with a readable
 message; nothing else escapes for any input.
 """
@@ -179,6 +183,46 @@ def parse_query_csv(text, fields=QUERY_FIELDS):
         devices.append(device)
     devices.sort(key=lambda item: item["index"])
     return devices, driver_version
+
+
+# ---------------------------------------------------------------------------
+# compute processes: --query-compute-apps
+
+COMPUTE_APPS_FIELDS = ("pid", "used_memory")
+_PID_RE = re.compile(r"^\d{1,10}$", re.ASCII)
+
+
+def compute_apps_args():
+    return ["--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), QUERY_FORMAT]
+
+
+def parse_compute_apps(text):
+    """``nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits``: [{pid, used_mib}].
+
+    One line per process and GPU it uses, such as ``480, 1542``; no line at
+    all when no compute process runs (both real, from an H200 with driver
+    580.159.04: tests/fixtures/vllm_serve/compute-apps-*.csv). used_mib is
+    None where nvidia-smi has no value (``[N/A]``, ``[Not Supported]``); a
+    value with its unit (``1542 MiB``, the output without ``nounits``) is
+    read too. Raises ValueError on any other line.
+    """
+    apps = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != len(COMPUTE_APPS_FIELDS) or not _PID_RE.match(fields[0]):
+            raise ValueError("nvidia-smi --query-compute-apps line is not 'pid, used_memory': %s" % _show(line))
+        memory = fields[1][:-4].strip() if fields[1].endswith(" MiB") else fields[1]
+        if _na(memory):
+            used = None
+        elif re.match(r"^\d{1,12}$", memory, re.ASCII):
+            used = int(memory)
+        else:
+            raise ValueError("nvidia-smi --query-compute-apps reported used_memory %s for pid %s"
+                             % (_show(fields[1]), fields[0]))
+        apps.append({"pid": int(fields[0]), "used_mib": used})
+    return apps
 
 
 # ---------------------------------------------------------------------------

@@ -139,4 +139,3 @@ def problems(hostvars, hosts):
 def _hosts(names, limit=5):
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else "%s and %d more" % (shown, len(names) - limit)
-

@@ -37,6 +37,7 @@ import re
 import select
 import signal
 import socket
+import stat
 import subprocess
 import time
 
@@ -52,11 +53,12 @@ KILL_GRACE = 5
 # What the end of the log is read for: progress and the tail.
 TAIL_BYTES = 64 * 1024
 # Environment variables whose values are masked wherever they would appear:
-# named like a secret, and long enough to be one (HF_HUB_DISABLE_IMPLICIT_TOKEN=0
-# is a switch, and masking every "0" would wreck the log).
+# named like a secret, whatever the value (a key of 3 characters, of digits
+# only, or the word none is still the key), unless the name says it is a
+# switch (HF_HUB_DISABLE_IMPLICIT_TOKEN=0: masking every "0" would wreck the
+# log, and the name tells it is no secret).
 SECRET_NAME_RE = re.compile(r"TOKEN|PASSW|SECRET|CREDENTIAL|AUTH|COOKIE|API_?KEY|PRIVATE|(^|_)KEY$", re.IGNORECASE)
-SECRET_MIN_LENGTH = 4
-NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
+SWITCH_NAME_RE = re.compile(r"(^|_)(DISABLE|ENABLE|USE|NO|SKIP|ALLOW|ON|OFF)(_|$)", re.IGNORECASE)
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -100,12 +102,12 @@ class JobError(Exception):
 
 
 def secret_values(environment):
-    """Values of the environment that must never be shown: those of variables named like a secret (not switches)."""
+    """Values of the environment that must never be shown: those of variables named like a secret, of any
+    length, but for the switches named so (mask_credentials adds the base64 of a user:password)."""
     found = []
     for name, value in sorted((environment or {}).items()):
         text = "" if value is None else str(value)
-        if (SECRET_NAME_RE.search(str(name)) and len(text) >= SECRET_MIN_LENGTH and not text.isdigit()
-                and text.lower() not in NOT_SECRETS):
+        if text and SECRET_NAME_RE.search(str(name)) and not SWITCH_NAME_RE.search(str(name)):
             found.append(text)
     return found
 
@@ -342,10 +344,20 @@ def _write_json(path, data):
     os.rename(tmp, path)
 
 
+def _open_read(path):
+    """A file opened for reading, never through a link (O_NOFOLLOW), and only a regular one."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    handle = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise OSError(errno.EINVAL, "not a regular file: %s" % path)
+    return handle
+
+
 def _read_json(path):
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        with _open_read(path) as handle:
+            data = json.loads(handle.read(1024 * 1024).decode("utf-8"))
     except (IOError, OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -379,7 +391,7 @@ def _group_alive(pgid):
 def read_tail(path, max_bytes=TAIL_BYTES):
     """The last max_bytes of a file as text (invalid UTF-8 replaced), '' when it cannot be read."""
     try:
-        with open(path, "rb") as handle:
+        with _open_read(path) as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(size - max_bytes, 0))
@@ -577,6 +589,7 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
         finally:
             os.close(sync_fd)
 
+    _become_subreaper()
     try:
         # A detached child in its own process group whose output streams into
         # the log: AnsibleModule.run_command waits for the command and has no
@@ -627,7 +640,7 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
     if pending:
         log_file.write(mask(pending.decode("utf-8", "replace"), secrets).encode("utf-8"))
     if timed_out:
-        _stop_group(proc.pid, proc)
+        _stop_group(proc.pid, proc, root=os.getpid())
     try:
         proc.stdout.close()
     except OSError:
@@ -635,7 +648,8 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
     rc = proc.wait()
     elapsed = time.time() - started
     if timed_out:
-        trailer = "# timed out after %s (timeout %d s): the process group was killed" % (human_seconds(elapsed), timeout)
+        trailer = ("# timed out after %s (timeout %d s): the process group and its descendants were killed"
+                   % (human_seconds(elapsed), timeout))
     elif rc < 0:
         trailer = "# killed by signal %d after %s" % (-rc, human_seconds(elapsed))
     else:
@@ -646,18 +660,86 @@ def _supervise(job_id, argv, env, log, log_fd, sync_fd, timeout, secrets, starte
                                "elapsed": round(elapsed, 1), "finished": time.time(), "error": None})
 
 
-def _stop_group(pgid, proc=None, grace=KILL_GRACE):
-    """SIGTERM the group, SIGKILL it after grace seconds."""
+def _parents():
+    """{pid: parent pid} of every process, from /proc/<pid>/stat (its fourth field)."""
+    found = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[-1].split()
+            found[int(name)] = int(fields[1])
+        except (IOError, OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def descendants(roots):
+    """The pids below roots in the process tree (roots themselves left out): a command's children that left
+    its process group or session (setsid) are still its descendants, and, under the supervisor (a child
+    subreaper), so are those whose parent has ended."""
+    children = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), [root for root in roots if isinstance(root, int) and root > 0]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child not in roots:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _become_subreaper():  # pragma: no cover - runs in the detached supervisor
+    """Orphans of the command are re-parented to this process instead of init (prctl PR_SET_CHILD_SUBREAPER)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _reap():
+    """Collect the exit status of ended children (orphans re-parented to the supervisor); never blocks."""
+    while True:
+        try:
+            pid, dummy = os.waitpid(-1, os.WNOHANG)
+        except OSError:
+            return
+        if pid == 0:
+            return
+
+
+def _stop_group(pgid, proc=None, grace=KILL_GRACE, root=None):
+    """SIGTERM the group and every descendant of root and of the group's leader, SIGKILL them after grace seconds.
+
+    root: the job's supervisor (never signalled itself); a grandchild started with setsid has left the group
+    but not the tree.
+    """
+    roots = set(pid for pid in (pgid, root) if isinstance(pid, int) and pid > 0)
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        targets = descendants(roots) - set([root])
         try:
             os.killpg(pgid, sig)
         except OSError:
-            return
+            pass
+        for pid in sorted(targets):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
         end = time.time() + grace
         while time.time() < end:
             if proc is not None:
                 proc.poll()
-            if not _group_alive(pgid):
+            if root == os.getpid():
+                _reap()
+            if not _group_alive(pgid) and not any(_alive(pid) for pid in targets):
                 return
             time.sleep(0.1)
 
@@ -685,7 +767,7 @@ def job_status(log, job_id, tail_count=40):
     else:
         result["error"] = "the supervisor of this run (pid %s) ended without an exit status; see %s" % (
             job.get("supervisor"), log)
-        if _group_alive(job.get("pgid")):
+        if _group_alive(job.get("pgid")) or descendants([job.get("pgid")]):
             _stop_group(job["pgid"])
     if not result["running"]:
         result["tail"] = tail_lines(text, tail_count)
@@ -701,13 +783,16 @@ def stop_job(log, job_id, reason):
     if job is None or job.get("job") != job_id:
         raise JobError("%s no longer belongs to this run" % pid_path(log))
     stopped = False
-    if _group_alive(job.get("pgid")):
+    supervisor = job.get("supervisor") if _alive(job.get("supervisor")) else None
+    if _group_alive(job.get("pgid")) or descendants([job.get("pgid"), supervisor]):
         try:
-            with open(log, "ab") as handle:
-                handle.write(("\n# stopped: %s\n" % reason).encode("utf-8"))
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            with os.fdopen(fd, "ab") as handle:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    handle.write(("\n# stopped: %s\n" % reason).encode("utf-8"))
         except (IOError, OSError):
             pass
-        _stop_group(job["pgid"])
+        _stop_group(job["pgid"], root=supervisor)
         stopped = True
     # give the supervisor a moment to write the exit status
     end = time.time() + KILL_GRACE

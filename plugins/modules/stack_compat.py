@@ -307,8 +307,11 @@ options:
     type: str
   serve_extra_args:
     description:
-      - Part C(serve). C(vllm_serve_extra_args); C(--dtype), C(--quantization), C(--kv-cache-dtype) and
-        C(--hf-overrides) enter the checks, and the role's own flags are refused.
+      - Part C(serve). C(vllm_serve_extra_args), read as vLLM reads it (C(_) is C(-), a unique prefix of an
+        option is that option; plugins/module_utils/vllm_args.py) against I(serve_vllm_options), else the options
+        recorded for I(vllm_version) (or the nearest recorded release, named as such). C(--dtype),
+        C(--quantization), C(--kv-cache-dtype) and C(--hf-overrides) enter the checks; the role's own flags (any
+        spelling), C(--config), ambiguous abbreviations and words that would become the model are refused.
     type: list
     elements: str
     default: []
@@ -326,6 +329,11 @@ options:
     description:
       - Part C(serve). The model's C(config.json) as M(gpufleet.llm_stack.vllm_serve_info) reads it, where the
         host has it; its values win over the model table's (C(plugins/module_utils/models.py)).
+    type: dict
+  serve_vllm_options:
+    description:
+      - Part C(serve). The installed vLLM's options as M(gpufleet.llm_stack.vllm_serve_info) returns them
+        (C(vllm.options)); without them the options recorded for I(vllm_version) are used.
     type: dict
   serve_model_size:
     description:

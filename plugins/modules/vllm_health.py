@@ -17,6 +17,15 @@ description:
     200 with text; the same request without the key is refused with 401.
   - The API key is read on the host from the environment file the role writes (I(key_file), mode 0600, the
     C(VLLM_API_KEY=) line); it is never an argument of the module, and it is masked in anything returned.
+  - The key goes only to the service. Once something answers on the port, and before each request that carries the
+    key, the gate reads the socket listening on the URL's address (or a wildcard) and port, from C(/proc/net/tcp) and
+    C(/proc/net/tcp6), and the processes holding it (C(/proc/<pid>/fd)); each must be the service's main process
+    (systemd's C(MainPID), C(supervisorctl pid PROGRAM)) or a descendant of it (check C(process tree)), or, while the
+    service runs no main process, run as I(user) (check C(user)). A listener that is not the service's stops the gate
+    at once, without the key, naming its pid, user and command line and the fix; only the unauthenticated
+    C(GET /health) reached it.
+  - Where C(nvidia-smi) exists, GPU memory held by processes that are not the service's is returned in
+    RV(gpu.others) and shown as a warning.
   - Stops waiting early when the service manager has given up on the service (systemd C(failed), supervisord
     C(FATAL)). On failure it returns the last I(tail_lines) lines of the service's log (C(journalctl -u) for
     systemd, the program's log file for supervisord), after the earlier lines that report errors, with the key
@@ -71,6 +80,12 @@ options:
   log_file:
     description: The program's log file (supervisord mode).
     type: path
+  user:
+    description:
+      - The service's user. The listener of a service that runs no main process (stopped, between two starts) must
+        run as this user; compute processes of this user outside the service are named in the GPU warning.
+      - Without it, a listener is the service's only by the process tree.
+    type: str
   tail_lines:
     description: Lines of the service's log returned on failure.
     type: int
@@ -79,6 +94,9 @@ extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
   - Runs the same in check mode (it only reads); a server that is not there fails the gate there too.
+  - Runs as root, to read the open files of every process (a socket whose holder cannot be read is not the service's).
+    Root without C(CAP_SYS_PTRACE) (a container's root, by default) reads those of another user's processes through a
+    child process that runs as that user.
 """
 
 EXAMPLES = r"""
@@ -113,6 +131,34 @@ service:
   description: The service's state at the end (C(up), C(gave_up), C(state), C(pid), C(restarts)).
   returned: always
   type: dict
+listener:
+  description:
+    - The last reading of the socket on the port; C(ok) (the key could be sent), C(check) (C(process tree) or C(user)),
+      C(main_pid), C(where), C(sockets), C(holders) and C(impostors) (each C(pid), C(uid), C(user), C(cmdline)),
+      C(message).
+    - Null when nothing answered on the port.
+  returned: always
+  type: dict
+gpu:
+  description: The GPUs' compute processes that are not the service's, where C(nvidia-smi) exists.
+  returned: always
+  type: dict
+  contains:
+    checked:
+      description: Whether C(nvidia-smi) was found.
+      type: bool
+    error:
+      description: Why C(nvidia-smi --query-compute-apps) gave no list, else null.
+      type: str
+    others:
+      description:
+        - The compute processes that are not the service's, each C(pid), C(used_mib), C(gpus), C(uid), C(user),
+          C(cmdline), C(unit) and C(whose) (C(leftover), C(other service), C(other user), C(unknown)).
+      type: list
+      elements: dict
+    warning:
+      description: The warning shown about them, else null.
+      type: str
 log_tail:
   description:
     - The lines of the service's log that report errors (the root cause of a failed start comes well before the last
@@ -124,12 +170,14 @@ log_tail:
 
 import json
 import os
+import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_procs as S
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
@@ -154,14 +202,22 @@ def http(method, url, timeout, body=None, key=None):
         return 0, str(getattr(exc, "reason", exc))
 
 
+def listener(p):
+    """Whose is the socket on the port (serve_procs.check_listener)."""
+    return S.check_listener(p["url"], p["mode"], p["service"], p["supervisorctl"], p["user"])
+
+
 def attempt(p, key):
+    """(checks, listener verdict or None): one round of the gate; the key only goes to the service's listener."""
     base = p["url"].rstrip("/")
     timeout = p["request_timeout"]
     checks = {}
     status, text = http("GET", base + "/health", timeout)
     checks["health"] = {"ok": status == 200, "detail": "GET /health: %s" % (status or text)}
-    if status != 200:
-        return checks
+    # Something answered: whose socket is it? The requests with the key go to the service's only.
+    owner = listener(p) if status else None
+    if status != 200 or not owner["ok"]:
+        return checks, owner
     status, text = http("GET", base + "/v1/models", timeout, key=key)
     listed = status == 200 and V.models_lists(text, p["served_model_name"])
     checks["models"] = {"ok": listed, "detail": "GET /v1/models: %s%s" % (
@@ -174,7 +230,23 @@ def attempt(p, key):
     status, text = http("POST", base + "/v1/completions", timeout, body=body)
     checks["unauthenticated"] = {"ok": status == 401, "detail": "POST /v1/completions without the key: %s%s" % (
         status or text, "" if status == 401 else " (401 expected: the server answers without the key)")}
-    return checks
+    return checks, owner
+
+
+def gpu_report(module, p):
+    """{checked, error, others, warning}: GPU memory held by processes that are not the service's."""
+    smi = S.find_smi(module)
+    if not smi:
+        return {"checked": False, "error": None, "others": [], "warning": None}
+    main_pid = S.read_main_pid(p["mode"], p["service"], p["supervisorctl"])
+    holders, error = S.read_gpu_holders(smi, p["mode"], p["service"], main_pid, p["user"], p["supervisorctl"])
+    warning = S.gpu_warning(holders, p["service"])
+    if warning:
+        module.warn(warning)
+    if error:
+        module.warn("nvidia-smi --query-compute-apps failed, GPU memory not checked: %s" % error)
+    return {"checked": True, "error": error, "warning": warning,
+            "others": [entry for entry in holders if entry["whose"] != S.WHOSE_SERVICE]}
 
 
 def service_state(p):
@@ -196,7 +268,11 @@ def log_tail(p, key):
         text = result.stdout or result.stderr or result.error or ""
     elif p["log_file"]:
         try:
-            with open(p["log_file"], "rb") as handle:
+            # Never through a link: the log's directory may be writable by someone else than root.
+            fd = os.open(p["log_file"], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise IOError("not a regular file")
                 handle.seek(0, os.SEEK_END)
                 handle.seek(max(0, handle.tell() - 256 * 1024))
                 text = handle.read().decode("utf-8", "replace")
@@ -222,6 +298,7 @@ def main():
             supervisorctl=dict(type="list", elements="str", default=[]),
             log_file=dict(type="path"),
             tail_lines=dict(type="int", default=60),
+            user=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -241,9 +318,9 @@ def main():
     deadline = start + max(1, p["timeout"])
     state = {}
     while True:
-        checks = attempt(p, key)
+        checks, owner = attempt(p, key)
         verdict = V.health_verdict(checks)
-        if verdict["ok"]:
+        if verdict["ok"] or (owner and owner["final"] and not owner["ok"]):
             break
         state = service_state(p)
         if state.get("gave_up") or time.time() + p["poll"] > deadline:
@@ -251,15 +328,26 @@ def main():
         time.sleep(max(1, p["poll"]))
     waited = round(time.time() - start, 1)
     state = service_state(p)
-    result = dict(changed=False, ok=verdict["ok"], checks=checks, summary=mask_credentials(verdict["summary"], [key]),
-                  waited=waited, service=state)
+    if owner is None and not verdict["ok"]:
+        # Nothing answered at the last attempt: name a process that holds the port all the same.
+        owner = listener(p)
+        owner = owner if owner["sockets"] else None
+    summary = mask_credentials(verdict["summary"], [key])
+    if owner is not None:
+        summary += "; listener: %s" % owner["message"]
+    result = dict(changed=False, ok=verdict["ok"], checks=checks, summary=summary, waited=waited, service=state,
+                  listener=owner, gpu=gpu_report(module, p))
     if verdict["ok"]:
         module.exit_json(**result)
     result["log_tail"] = log_tail(p, key)
-    why = "the service manager gave up on it (%s)" % state.get("state") if state.get("gave_up") else \
-        "not healthy after %ss" % waited
+    if owner is not None and not owner["ok"] and owner["final"]:
+        why, shown = owner["message"], mask_credentials(verdict["summary"], [key])
+    elif state.get("gave_up"):
+        why, shown = "the service manager gave up on it (%s)" % state.get("state"), summary
+    else:
+        why, shown = "not healthy after %ss" % waited, summary
     module.fail_json(msg="vLLM service %s at %s failed its health gate: %s. %s. Last lines of its log:\n%s"
-                     % (p["service"], p["url"], why, result["summary"], "\n".join(result["log_tail"])), **result)
+                     % (p["service"], p["url"], why, shown, "\n".join(result["log_tail"])), **result)
 
 
 if __name__ == "__main__":

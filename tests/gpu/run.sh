@@ -33,6 +33,11 @@
 #   GPU_TORCH_PYTHON, GPU_NVCC  the torch venv's python and the nvcc arch-cost uses
 #                  (default /opt/torch/.venv/bin/python, /usr/local/cuda/bin/nvcc)
 #   GPU_PARTS      the carried pieces of bundle.sh (default .gpu/parts)
+#   GPU_BUNDLE     the lists of those pieces: vllm-requirements.txt,
+#                  vllm-requirements-host.txt and vllm-wheelhouse.sha256 as
+#                  bundle.sh VERSION DEST wrote them in DEST (default
+#                  tests/gpu, vLLM 0.20.2; tests/gpu/vllm-0.26.0 for 0.26.0);
+#                  the vLLM version is that of its vllm== line
 #
 # What a step needs and does not find (.gpu/ not brought, setup not run, no
 # torch venv) stops it before it runs, with what to put where and exit
@@ -44,6 +49,7 @@ OUT=${GPU_OUT:-$ROOT/build/gpu}
 STATE=${GPU_STATE:-/var/tmp/gpufleet-validate}
 WHEELS=${GPU_WHEELS:-$ROOT/.gpu/wheels}
 WHEELHOUSE=${GPU_WHEELHOUSE:-$ROOT/.gpu/wheelhouse}
+BUNDLE=${GPU_BUNDLE:-$ROOT/tests/gpu}
 TARBALL=${GPU_TARBALL:-}
 if [[ -z $TARBALL && -d $ROOT/.gpu ]]; then
   TARBALL=$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' -print -quit)
@@ -296,8 +302,8 @@ step_vllm_bundle() {
   fi
   need_torch
   stop_if_missing
-  say "vllm-bundle: the carried wheelhouse, checked against tests/gpu/vllm-wheelhouse.sha256"
-  want=$(cut -d' ' -f1 "$ROOT/tests/gpu/vllm-wheelhouse.sha256")
+  say "vllm-bundle: the carried wheelhouse, checked against $BUNDLE/vllm-wheelhouse.sha256"
+  want=$(cut -d' ' -f1 "$BUNDLE/vllm-wheelhouse.sha256")
   got=$(cat "$parts"/wheelhouse.tar.part* | tee "$STATE/wheelhouse.tar" | sha256sum | cut -d' ' -f1)
   echo "pieces: $(find "$parts" -name 'wheelhouse.tar.part*' | wc -l), sha256 $got, recorded $want"
   [[ $got == "$want" ]] || { echo "the reassembled wheelhouse is not the recorded one" >&2; exit 1; }
@@ -322,19 +328,24 @@ step_vllm_bundle() {
   step_setup
   # What the vLLM steps add: the local wheelhouse, the exact list installed
   # with --no-deps, and the transformers the host has as the pin.
-  "$TORCH_PYTHON" - "$ROOT/tests/gpu" "$STATE" >>"$STATE/host.yml" <<'EOF'
+  "$TORCH_PYTHON" - "$BUNDLE" "$STATE" >>"$STATE/host.yml" <<'EOF'
 import importlib.metadata as md, json, sys
 here, state = sys.argv[1:3]
-reqs = []
+reqs, version = [], None
 for name in ("vllm-requirements.txt", "vllm-requirements-host.txt"):
     with open("%s/%s" % (here, name)) as handle:
-        reqs += [line.strip() for line in handle if line.strip() and not line.startswith(("#", "vllm=="))]
+        for line in handle:
+            if line.startswith("vllm=="):
+                version = line.strip().split("==", 1)[1]
+            elif line.strip() and not line.startswith("#"):
+                reqs.append(line.strip())
+print("    llm_stack_vllm_version: %s" % json.dumps(version))
 print("    vllm_source_wheelhouse: %s" % json.dumps(state + "/bundle/wheelhouse"))
 print("    vllm_serve_supervisor_wheelhouse: %s" % json.dumps(state + "/bundle/supervisor"))
 print("    vllm_source_requirements: %s" % json.dumps(reqs))
 print("    llm_stack_transformers_version: %s" % json.dumps(md.version("transformers")))
 EOF
-  tail -n 4 "$STATE/host.yml" | cut -c1-200 | tee -a "$OUT/host.yml"
+  tail -n 5 "$STATE/host.yml" | cut -c1-200 | tee -a "$OUT/host.yml"
 }
 
 step_vllm_preflight() {

@@ -220,8 +220,8 @@ def check_workflow(workflow, templates, groups):
     for node in nodes:
         job = node["unified_job_template"]
         if job.get("type") != "job_template" or job.get("name") not in by_name:
-            problems.append("%s: node %s runs %r, not a job template of the assets" % (label, node["identifier"],
-                                                                                     job.get("name")))
+            problems.append("%s: node %s runs %r, not a job template of the assets"
+                            % (label, node["identifier"], job.get("name")))
         for kind, links in (node.get("related") or {}).items():
             for link in links:
                 children.add(link["identifier"])

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""vllm_source writes its pip constraint into the venv only after making the directory.
+"""vllm_source writes its pip constraint and its record into the venv only after making the directory, and the
+record before a failed check stops the host (the next run checks again, vllm_serve refuses a failed record).
 
 Found on the H200 (docs/validation/h200-serving.md): a venv the torch role
 did not make has no ``.llm_stack`` directory, and the copy of the constraint
@@ -29,25 +30,39 @@ def flat(tasks):
             yield from flat(task.get(key))
 
 
-def writers_of_the_constraint():
+def writers_of(path_key):
     found = []
     for name in sorted(os.listdir(TASKS)):
         with open(os.path.join(TASKS, name)) as handle:
             tasks = list(flat(yaml.safe_load(handle)))
         for index, task in enumerate(tasks):
             copy = task.get("ansible.builtin.copy") or {}
-            if "constraints_path" in str(copy.get("dest", "")):
+            if path_key in str(copy.get("dest", "")):
                 found.append((name, tasks, index))
     return found
 
 
-def test_the_constraint_is_written_somewhere():
+def writers_of_the_constraint():
+    return writers_of("constraints_path")
+
+
+def test_the_constraint_and_the_record_are_written_somewhere():
     assert {name for name, dummy, dummy2 in writers_of_the_constraint()} >= {"wheel.yml", "source_tree.yml"}
+    assert {name for name, dummy, dummy2 in writers_of("record_path")} == {"verify.yml"}
 
 
-@pytest.mark.parametrize("name, tasks, index", writers_of_the_constraint())
+@pytest.mark.parametrize("name, tasks, index", writers_of_the_constraint() + writers_of("record_path"))
 def test_its_directory_is_made_first(name, tasks, index):
+    key = "record_path" if "record_path" in str(tasks[index]) else "constraints_path"
     made = [task for task in tasks[:index]
             if (task.get("ansible.builtin.file") or {}).get("state") == "directory"
-            and "constraints_path | dirname" in str((task.get("ansible.builtin.file") or {}).get("path"))]
-    assert made, "%s writes the constraint before it makes its directory" % name
+            and "%s | dirname" % key in str((task.get("ansible.builtin.file") or {}).get("path"))]
+    assert made, "%s writes the file before it makes its directory" % name
+
+
+def test_the_record_is_written_before_the_checks_fail_the_host():
+    with open(os.path.join(TASKS, "verify.yml")) as handle:
+        tasks = list(flat(yaml.safe_load(handle)))
+    names = [("copy" if "ansible.builtin.copy" in task else "assert" if "ansible.builtin.assert" in task else "")
+             for task in tasks]
+    assert names.index("copy") < names.index("assert")

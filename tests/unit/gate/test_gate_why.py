@@ -356,8 +356,7 @@ def _flat(tasks):
         yield task
         if isinstance(task, dict):
             for key in ("block", "rescue", "always"):
-                for inner in _flat(task.get(key)):
-                    yield inner
+                yield from _flat(task.get(key))
 
 
 def test_every_gate_call_that_takes_these_pins_passes_the_opt_in():

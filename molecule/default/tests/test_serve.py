@@ -1,1 +1,0 @@
-../../vllm/tests/test_serve.py
