@@ -20,11 +20,9 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import RESERVED_PATHS
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.run_logged import secret_values
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
-# Environment variables whose values are masked wherever they appear.
-SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
-NOT_SECRETS = ("true", "false", "yes", "no", "none", "null", "on", "off")
 ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 # The options and their defaults, as the module declares them.
@@ -82,23 +80,21 @@ def check_input(params):
 
 
 def secrets_of(params):
-    """Strings masked wherever they appear: the token, the endpoint's password, secret-looking variables."""
+    """Strings masked wherever they appear: the token, the endpoint's user:password and password, and the values
+    of the environment's variables named like a secret, of any length (run_logged's rule: a key of 3 characters,
+    of digits only or the word none is still the key; switches such as HF_HUB_DISABLE_IMPLICIT_TOKEN=0 are not)."""
     found = []
     if params["token"]:
         found.append(params["token"])
-    for name, value in params["environment"].items():
-        text = "" if value is None else str(value)
-        # A switch (HF_HUB_DISABLE_IMPLICIT_TOKEN=0) is no secret: masking every "0" would wreck the log.
-        if SECRET_NAME_RE.search(str(name)) and len(text) >= 4 and not text.isdigit() \
-                and text.lower() not in NOT_SECRETS:
-            found.append(text)
+    found.extend(secret_values(params["environment"]))
     try:
         userinfo = hf_hub.urlsplit(params["endpoint"] or "").netloc.rpartition("@")[0]
     except ValueError:
         userinfo = ""
     password = userinfo.partition(":")[2]
-    if len(password) >= 4:
-        found.append(password)
+    if password:
+        # the pair too: mask_credentials then masks its base64, as a Basic Authorization header carries it
+        found.extend([userinfo, password])
     return found
 
 

@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+
 import pytest
 from ansible.errors import AnsibleFilterError
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_download import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 TOKEN = "hf_" + "x" * 30
 BASE = {"hf": "/opt/venv/bin/hf", "repo_id": "Qwen/Qwen3.5-9B", "revision": "a" * 40,
@@ -126,3 +129,28 @@ def test_seed_host_property(pairs):
     else:
         index = flags.index(False)
         assert first == hosts[index] and all(flags[:index])
+
+
+@pytest.mark.parametrize("name, value", [
+    ("MIRROR_API_KEY", "k3y"),          # 3 characters
+    ("HF_MIRROR_TOKEN", "31415926"),    # digits only
+    ("PROXY_PASSWORD", "none"),         # the word none
+    ("S3_SECRET", "x"),                 # one character
+])
+def test_secret_named_variables_are_masked_whatever_their_value(name, value):
+    """The module's log, progress and result use run_logged's rule: a variable named like a secret is one."""
+    params = dict(H.DEFAULTS, **BASE)
+    params["environment"] = {name: value, "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1"}
+    found = H.secrets_of(params)
+    assert value in found
+    assert "1" not in found
+    assert mask_credentials("v=%s;" % value, found) == "v=***;"
+
+
+def test_the_endpoints_pair_and_its_base64_are_masked():
+    params = dict(H.DEFAULTS, **BASE)
+    params["endpoint"] = "https://u:pw@mirror.example"
+    found = H.secrets_of(params)
+    header = "Authorization: Basic " + base64.b64encode(b"u:pw").decode()
+    assert "pw" in found and "u:pw" in found
+    assert base64.b64encode(b"u:pw").decode() not in mask_credentials(header, found)
