@@ -20,6 +20,9 @@
 #                    unchanged (version and files); a re-run changes nothing
 #   serve            the tiny Qwen3.5 stand-in in qwen_model_fetch's layout; vllm_serve (supervisord),
 #                    its health gate and the benchmark; a re-run changes nothing
+#   serve-crash      at gpu_memory_utilization 0.85 (GPU_CRASH_UTIL), the API server killed with SIGKILL:
+#                    no process of the old server remains, the GPU memory is back, the restarted
+#                    service passes its gate; how long each took
 #   serve-fault      the server killed: supervisord restarts it and the gate passes again; a broken
 #                    flag: the gate fails with the log tail, then the good flags restore the service
 #
@@ -38,6 +41,7 @@
 #                  bundle.sh VERSION DEST wrote them in DEST (default
 #                  tests/gpu, vLLM 0.20.2; tests/gpu/vllm-0.26.0 for 0.26.0);
 #                  the vLLM version is that of its vllm== line
+#   GPU_CRASH_UTIL the gpu_memory_utilization serve-crash serves at (default 0.85)
 #
 # What a step needs and does not find (.gpu/ not brought, setup not run, no
 # torch venv) stops it before it runs, with what to put where and exit
@@ -391,6 +395,63 @@ step_serve() {
   echo "re-run changed: $(changed serve-rerun)"
 }
 
+# The processes of the server's process group (its engine core processes
+# too), one "pid ppid pgid user comm" line each, zombies left out.
+group_of() {
+  ps -eo pid=,ppid=,pgid=,stat=,user=,comm= | awk -v g="$1" '$3 == g && $4 !~ /^Z/ {print $1, $2, $3, $5, $6}'
+}
+gpu_used_mib() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | awk '{s += $1} END {print s + 0}'; }
+gpu_total_mib() { nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | awk '{s += $1} END {print s + 0}'; }
+
+step_serve_crash() {
+  need_setup
+  stop_if_missing
+  local util=${GPU_CRASH_UTIL:-0.85}
+  say "serve-crash: at gpu_memory_utilization $util, the API server killed with SIGKILL"
+  play crash-serve "$COLL/playbooks/serve.yml" -e "vllm_serve_gpu_memory_utilization=$util" ||
+    { grep -E 'FAILED|msg' "$OUT/crash-serve.log" | tail -n 30; exit 1; }
+  local pid pgid total before t0 gone="" freed="" restarted="" now="" used low elapsed
+  pid=$(pgrep -f -o 'vllm.entrypoints|bin/vllm serve')
+  pgid=$(ps -o pgid= -p "$pid" | tr -d ' ')
+  total=$(gpu_total_mib)
+  before=$(gpu_used_mib)
+  echo "server pid $pid, process group $pgid; GPU memory used $before of $total MiB"
+  group_of "$pgid" | tee "$OUT/crash-group-before.txt"
+  low=$((total / 20))
+  t0=$(date +%s.%N)
+  kill -9 "$pid"
+  while :; do
+    elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    if [[ -z $gone ]] && [[ -z $(group_of "$pgid") ]]; then
+      gone=$elapsed
+      echo "no process of the old server's group after ${gone}s"
+    fi
+    used=$(gpu_used_mib)
+    if [[ -z $freed && $used -le $low ]]; then
+      freed=$elapsed
+      echo "GPU memory back after ${freed}s ($used MiB used)"
+    fi
+    now=$(pgrep -f -o 'vllm.entrypoints|bin/vllm serve' || true)
+    if [[ -z $restarted && -n $now && $now != "$pid" ]]; then
+      restarted=$elapsed
+      echo "new server pid $now after ${restarted}s"
+    fi
+    [[ -n $gone && -n $freed && -n $restarted ]] && break
+    if awk -v e="$elapsed" 'BEGIN {exit !(e > 240)}'; then
+      echo "after ${elapsed}s: old group $(group_of "$pgid" | wc -l) processes, $used MiB used, new server ${now:-none}" >&2
+      group_of "$pgid" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  local start=$SECONDS
+  play crash-gate "$COLL/playbooks/serve.yml" -e "vllm_serve_gpu_memory_utilization=$util" ||
+    { grep -E 'FAILED|msg' "$OUT/crash-gate.log" | tail -n 30; exit 1; }
+  echo "the restarted service passed its gate $((SECONDS - start))s later (gate run changed $(changed crash-gate));" \
+    "GPU memory used $(gpu_used_mib) MiB; old group: $(group_of "$pgid" | wc -l) processes"
+  grep -E 'healthy|/v1/|foreign|held' "$OUT/crash-gate.log" | cut -c1-240 | head -n 12
+}
+
 step_serve_fault() {
   need_setup
   stop_if_missing
@@ -415,7 +476,7 @@ step_serve_fault() {
   echo "restored: changed $(changed serve-restored)"
 }
 
-[[ $# -gt 0 ]] || { sed -n '2,39p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 2; }
 for step in "$@"; do
   declare -F "step_${step//-/_}" >/dev/null || { echo "run.sh: no step $step (run.sh alone lists them)" >&2; exit 2; }
 done
