@@ -218,7 +218,8 @@ def fetch_problems(settings, play_hosts=None):
 
     settings: model, revision, models_dir, hf_endpoint, upstream_endpoint, hf_ca_cert, max_workers, keep_revisions,
     disk_margin_gb, checksum, seed_host and token (each the qwen_model_fetch_* variable of that name; upstream_endpoint
-    and hf_ca_cert may be left out); play_hosts: the play's hosts, which seed_host must be one of. The repository id, revision and endpoint rules are hf_hub's, which the hub modules apply too.
+    and hf_ca_cert may be left out); play_hosts: the play's hosts, which seed_host must be one of. The repository id,
+    revision and endpoint rules are hf_hub's, which the hub modules apply too.
     Each message names the variable and the fix; the token and URL passwords never appear in one.
     """
     if not isinstance(settings, dict):

@@ -67,7 +67,7 @@ options:
     description: The index's packages directory on the cache host (C(query), C(acquire), C(publish)).
     type: path
   index_url:
-    description: Base URL of the package index as the fleet reaches it, for RV(wheel.url) (C(query), C(acquire), C(publish)).
+    description: Base URL of the package index as the fleet reaches it, for the C(url) of RV(wheel) (C(query), C(acquire), C(publish)).
     type: str
   owner:
     description:

@@ -89,7 +89,7 @@ def make_handler(upstream, context, repo, target):
                     and path.endswith("/" + target):
                 offset, total = 0, None
                 if status == 206:
-                    span, _, whole = (answer.get("Content-Range") or "").replace("bytes ", "").partition("/")
+                    span, _sep, whole = (answer.get("Content-Range") or "").replace("bytes ", "").partition("/")
                     offset, total = int(span.split("-")[0]), int(whole)
                 body = tamper(body, offset, total)
             elif self.command == "GET" and status == 200 and path.startswith(tree_prefix):

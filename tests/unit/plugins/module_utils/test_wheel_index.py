@@ -18,6 +18,7 @@ OTHER = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-cxx11abiTRUE-sm90-python-only-7a
 BUILT = "flash_attn-2.8.3-cp311-cp311-linux_x86_64.whl"
 SHA = "54058201ac7087911181bfec4af6091bb59380360f069276601256a76af08193"
 
+
 def test_tagged_filename_adds_the_key_build_tag():
     assert W.tagged_filename(BUILT, ENTRY) == "flash_attn-2.8.3-0ef7beb2c6e35-cp311-cp311-linux_x86_64.whl"
     # a build tag already there is replaced, so the name never grows
