@@ -196,6 +196,37 @@ def compute_apps_args():
     return ["--query-compute-apps=" + ",".join(COMPUTE_APPS_FIELDS), QUERY_FORMAT]
 
 
+GPU_MEMORY_FIELDS = ("index", "memory.total", "memory.used")
+
+
+def gpu_memory_args():
+    return ["--query-gpu=" + ",".join(GPU_MEMORY_FIELDS), QUERY_FORMAT]
+
+
+def parse_gpu_memory(text):
+    """``nvidia-smi --query-gpu=index,memory.total,memory.used --format=csv,noheader,nounits``:
+    [{index, total_mib, used_mib}], one line per GPU such as ``0, 143771, 4123``. A value nvidia-smi does not have
+    (``[N/A]``) is None; a value with its unit (``143771 MiB``) is read too. Raises ValueError on any other line."""
+    gpus = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) != len(GPU_MEMORY_FIELDS) or not re.match(r"^\d{1,4}$", fields[0], re.ASCII):
+            raise ValueError("nvidia-smi --query-gpu line is not 'index, memory.total, memory.used': %s" % _show(line))
+        values = []
+        for name, field in zip(GPU_MEMORY_FIELDS[1:], fields[1:]):
+            memory = field[:-4].strip() if field.endswith(" MiB") else field
+            if _na(memory):
+                values.append(None)
+            elif re.match(r"^\d{1,12}$", memory, re.ASCII):
+                values.append(int(memory))
+            else:
+                raise ValueError("nvidia-smi --query-gpu reported %s %s for GPU %s" % (name, _show(field), fields[0]))
+        gpus.append({"index": int(fields[0]), "total_mib": values[0], "used_mib": values[1]})
+    return gpus
+
+
 def parse_compute_apps(text):
     """``nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits``: [{pid, used_mib}].
 

@@ -44,6 +44,7 @@ __metaclass__ = type
 import errno
 import ipaddress
 import json
+import math
 import os
 import pwd
 import re
@@ -369,6 +370,45 @@ def gpu_wait_verdict(holders, service, user, waited, timeout_variable="vllm_serv
             timeout_variable))}
 
 
+def gpu_memory_verdict(gpus, indexes, utilization, holders, service, waited,
+                       timeout_variable="vllm_serve_gpu_wait_timeout"):
+    """{ok, short, message} of the wait before a start: each GPU the service will use (indexes) has the memory it asks
+    for free (gpu_memory_utilization x memory.total, as vLLM checks when it starts). gpus: nvidia.parse_gpu_memory().
+
+    While a process of the service itself holds GPU memory its restart frees that memory, and the reading cannot
+    tell it apart per GPU: the check is then not made (ok, with a note). A GPU the reading does not list, or whose
+    memory it does not have, is not judged.
+    """
+    if not indexes or not utilization:
+        return {"ok": True, "short": [], "message": "no GPU memory asked for"}
+    if any(entry["whose"] == WHOSE_SERVICE for entry in holders):
+        return {"ok": True, "short": [], "message": "%s itself holds GPU memory: its restart frees it" % service}
+    by_index = dict((gpu["index"], gpu) for gpu in gpus)
+    short = []
+    for index in indexes:
+        gpu = by_index.get(index)
+        if not gpu or gpu["total_mib"] is None or gpu["used_mib"] is None:
+            continue
+        wanted = int(math.ceil(float(utilization) * gpu["total_mib"]))
+        free = gpu["total_mib"] - gpu["used_mib"]
+        if free < wanted:
+            short.append(dict(gpu, wanted_mib=wanted, free_mib=free))
+    if not short:
+        return {"ok": True, "short": [], "message": "GPU(s) %s have the %s of their memory %s asks for free" % (
+            ", ".join(str(i) for i in indexes), utilization, service)}
+    others = [entry for entry in holders if entry["whose"] != WHOSE_SERVICE]
+    most = min(float(gpu["total_mib"] - gpu["used_mib"]) / gpu["total_mib"] for gpu in short)
+    return {"ok": False, "short": short, "message": (
+        "%s asks for %s of each GPU's memory (vllm_serve_gpu_memory_utilization) and after %ss %s; vLLM would refuse"
+        " to start. Held by: %s. Fix: stop the processes that hold it, set vllm_serve_gpu_memory_utilization to %.2f"
+        " or less, or raise %s if they are still exiting" % (
+            service, utilization, waited,
+            "; ".join("GPU %d has %d MiB free of %d, %d wanted" % (gpu["index"], gpu["free_mib"], gpu["total_mib"],
+                                                                  gpu["wanted_mib"]) for gpu in short),
+            "; ".join(gpu_line(entry) for entry in others) or "no compute process nvidia-smi lists",
+            math.floor(most * 100) / 100.0, timeout_variable))}
+
+
 def gpu_warning(holders, service):
     """The health gate's warning on GPU memory held by processes that are not the service's, else None."""
     others = [entry for entry in holders if entry["whose"] != WHOSE_SERVICE]
@@ -635,6 +675,17 @@ def check_listener(url, mode, service, supervisorctl, user, proc_root="/proc", r
 def find_smi(module):
     """nvidia-smi's path (PATH, then nvidia.SMI_SEARCH_DIRS), else None."""
     return module.get_bin_path("nvidia-smi", opt_dirs=nvidia.SMI_SEARCH_DIRS)
+
+
+def read_gpu_memory(smi, timeout=30, run=_proc.run):
+    """(nvidia.parse_gpu_memory(), error): the memory of each GPU; error when nvidia-smi failed."""
+    result = run([smi] + nvidia.gpu_memory_args(), timeout=timeout)
+    if not result.ok:
+        return [], result.error or "nvidia-smi exited with %s" % result.rc
+    try:
+        return nvidia.parse_gpu_memory(result.stdout), None
+    except ValueError as exc:
+        return [], str(exc)
 
 
 def read_gpu_holders(smi, mode, service, main_pid, user, supervisorctl=(), proc_root="/proc", timeout=30,

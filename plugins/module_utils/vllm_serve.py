@@ -258,6 +258,20 @@ def _check_thresholds(thresholds, errors):
     return found
 
 
+def gpu_indexes(env, count):
+    """The nvidia-smi indexes of the count GPUs vLLM takes: the first count of CUDA_VISIBLE_DEVICES (vllm_serve_env)
+    when it lists indexes, else 0 to count-1; none when it names GPUs by UUID or MIG instance (not mapped here)."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return []
+    visible = _text((env or {}).get("CUDA_VISIBLE_DEVICES")).strip() if isinstance(env, dict) else ""
+    if not visible:
+        return list(range(count))
+    items = [item.strip() for item in visible.split(",") if item.strip()]
+    if not all(re.match(r"^\d{1,4}$", item, re.ASCII) for item in items):
+        return []
+    return [int(item) for item in items][:count]
+
+
 def model_dir_of(models_dir, model):
     """The directory qwen_model_fetch keeps current: <models_dir>/<org>/<name>/current."""
     return "%s/%s/current" % (_text(models_dir).rstrip("/"), _text(model))
@@ -505,7 +519,8 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         # stop_grace seconds of its own, below that, so that it still runs to kill the group and exit.
         "stop_timeout": STOP_TIMEOUT,
         "stop_grace": STOP_GRACE,
-        "gpu_wait": {"timeout": gpu_wait_timeout},
+        "gpu_wait": {"timeout": gpu_wait_timeout, "memory_utilization": gmu,
+                     "gpus": gpu_indexes(env, (tp or 0) * (pp or 1) if gpus else 0)},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
         "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},

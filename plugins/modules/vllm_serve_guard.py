@@ -19,8 +19,11 @@ description:
     task fails naming the pid, user and command line of each holder and the fix. Nothing is sent to the port.
   - I(check=gpu), before a start, where C(nvidia-smi) exists, waits up to I(timeout) seconds until no compute process
     of I(user) that is not the service's (outside its process tree, another systemd unit or supervisord program) holds
-    GPU memory, then fails naming them (pid, memory, command line) and the fix. Without C(nvidia-smi) it returns at
-    once with RV(gpu) false and says the wait is skipped; when C(nvidia-smi) fails, it warns and does not wait.
+    GPU memory, and, with I(gpus) and I(memory_utilization), until each of those GPUs has I(memory_utilization) of
+    its memory free (vLLM refuses to start otherwise; not checked while a process of the service itself holds GPU
+    memory, which its restart frees); then fails naming the holders (pid, memory, command line), each short GPU and
+    the fix. Without C(nvidia-smi) it returns at once with RV(gpu) false and says the wait is skipped; when
+    C(nvidia-smi) fails, it warns and does not wait.
   - The decisions are those of C(plugins/module_utils/serve_procs.py), as in M(gpufleet.llm_stack.vllm_health).
 version_added: "0.2.0"
 author:
@@ -60,6 +63,14 @@ options:
     description: Seconds between two readings of the GPUs.
     type: int
     default: 5
+  gpus:
+    description: The indexes (as C(nvidia-smi) numbers them) of the GPUs the service will use (I(check=gpu)).
+    type: list
+    elements: int
+    default: []
+  memory_utilization:
+    description: The share of each of I(gpus)'s memory the service asks for (vLLM's C(--gpu-memory-utilization)).
+    type: float
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
@@ -85,6 +96,8 @@ EXAMPLES = r"""
     supervisorctl: [/opt/llm-stack/supervisor/bin/supervisorctl, -c, /etc/llm-stack/vllm/supervisord.conf]
     user: vllm
     timeout: 60
+    gpus: [0, 1]
+    memory_utilization: 0.9
 """
 
 RETURN = r"""
@@ -106,6 +119,13 @@ holders:
   description:
     - I(check=gpu); the compute processes at the last reading, each C(pid), C(used_mib), C(gpus), C(uid), C(user),
       C(cmdline), C(unit) and C(whose) (C(service), C(leftover), C(other service), C(other user), C(unknown)).
+  returned: when I(check=gpu)
+  type: list
+  elements: dict
+memory:
+  description:
+    - I(check=gpu) with I(gpus) and I(memory_utilization); each GPU's C(index), C(total_mib) and C(used_mib) at the
+      last reading (empty when not read).
   returned: when I(check=gpu)
   type: list
   elements: dict
@@ -143,13 +163,21 @@ def check_gpu(module, p):
             module.warn("nvidia-smi --query-compute-apps failed, the wait for GPU memory is skipped: %s" % error)
             module.exit_json(changed=False, gpu=True, holders=[], waited=waited, msg=error)
         verdict = S.gpu_wait_verdict(holders, p["service"], p["user"], waited)
+        memory = []
+        if verdict["ok"] and p["gpus"] and p["memory_utilization"]:
+            memory, error = S.read_gpu_memory(smi)
+            if error:
+                module.warn("nvidia-smi --query-gpu failed, the wait for free GPU memory is skipped: %s" % error)
+            else:
+                verdict = S.gpu_memory_verdict(memory, p["gpus"], p["memory_utilization"], holders, p["service"],
+                                               waited)
         if verdict["ok"] or time.time() + p["poll"] > deadline:
             break
         time.sleep(max(1, p["poll"]))
     if not verdict["ok"]:
         module.fail_json(msg="%s on this host: %s" % (p["service"], verdict["message"]), gpu=True, holders=holders,
-                         waited=waited)
-    module.exit_json(changed=False, gpu=True, holders=holders, waited=waited, msg=verdict["message"])
+                         memory=memory, waited=waited)
+    module.exit_json(changed=False, gpu=True, holders=holders, memory=memory, waited=waited, msg=verdict["message"])
 
 
 def main():
@@ -163,6 +191,8 @@ def main():
             url=dict(type="str"),
             timeout=dict(type="int", default=60),
             poll=dict(type="int", default=5),
+            gpus=dict(type="list", elements="int", default=[]),
+            memory_utilization=dict(type="float"),
         ),
         required_if=[("check", "listener", ("url",))],
         supports_check_mode=True,

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import ipaddress
 import json
+import math
 import os
 import re
 import shutil
@@ -358,6 +359,52 @@ def test_gpu_wait_verdict_names_the_leftovers_and_the_fix():
     assert "Fix: stop them (kill 481" in found["message"] and "vllm_serve_gpu_wait_timeout" in found["message"]
     assert S.gpu_wait_verdict(S.gpu_holders(APPS, gpu_procs(), None, 998), "vllm-tiny", "vllm", 0)["ok"]
     assert S.gpu_wait_verdict([], "vllm-tiny", "vllm", 0)["ok"]
+
+
+# The H200's memory at the capture of compute-apps-h200-two.csv (nvidia-smi's table in
+# nvidia-smi-h200-two-procs.txt: 4123MiB / 143771MiB), in the --query-gpu format.
+H200_MEMORY = nvidia.parse_gpu_memory("0, 143771, 4123\n")
+
+
+def test_the_memory_query_is_read_and_bad_lines_refused():
+    assert H200_MEMORY == [{"index": 0, "total_mib": 143771, "used_mib": 4123}]
+    assert nvidia.gpu_memory_args() == ["--query-gpu=index,memory.total,memory.used", "--format=csv,noheader,nounits"]
+    assert nvidia.parse_gpu_memory("0, 143771 MiB, [N/A]\n1, 81559, 0\n") == [
+        {"index": 0, "total_mib": 143771, "used_mib": None}, {"index": 1, "total_mib": 81559, "used_mib": 0}]
+    assert nvidia.parse_gpu_memory("") == []
+    for bad in ("GPU 0, 143771, 4123", "0, 143771", "0, lots, 4123", "0, 143771, 4123, 1"):
+        with pytest.raises(ValueError, match="query-gpu"):
+            nvidia.parse_gpu_memory(bad)
+
+
+def test_gpu_memory_verdict_waits_for_the_memory_the_service_asks_for():
+    holders = S.gpu_holders(APPS, gpu_procs(), None, 998)  # both processes are another user's
+    # 4123 MiB used of 143771: 0.9 asks for 129394, and 139648 are free
+    assert S.gpu_memory_verdict(H200_MEMORY, [0], 0.9, holders, "vllm-tiny", 0)["ok"]
+    # 0.98 asks for 140896: short by 1248 MiB; the holders are named, and the largest share that fits
+    found = S.gpu_memory_verdict(H200_MEMORY, [0], 0.98, holders, "vllm-tiny", 60.0)
+    assert not found["ok"] and found["short"][0]["wanted_mib"] == 140896 and found["short"][0]["free_mib"] == 139648
+    assert found["message"].startswith("vllm-tiny asks for 0.98 of each GPU's memory (vllm_serve_gpu_memory_utilization)"
+                                       " and after 60.0s GPU 0 has 139648 MiB free of 143771, 140896 wanted")
+    assert "pid 480 (user root, 1542 MiB on 1 GPU(s), other user)" in found["message"]
+    assert "set vllm_serve_gpu_memory_utilization to 0.97 or less" in found["message"]
+    # the service itself holds memory: its restart frees it, so nothing is judged
+    procs = gpu_procs()
+    procs[473] = {"ppid": 1, "uid": 0, "user": "root", "cmdline": "bash"}
+    mine = S.gpu_holders(APPS, procs, 473, 65534)
+    assert S.gpu_memory_verdict(H200_MEMORY, [0], 0.98, mine, "vllm-tiny", 0)["ok"]
+    # GPUs the reading lacks or cannot size are not judged; no GPU or no share asks for nothing
+    assert S.gpu_memory_verdict(H200_MEMORY, [1], 0.98, holders, "vllm-tiny", 0)["ok"]
+    assert S.gpu_memory_verdict([{"index": 0, "total_mib": 143771, "used_mib": None}], [0], 0.98, holders, "t", 0)["ok"]
+    assert S.gpu_memory_verdict(H200_MEMORY, [], 0.98, holders, "vllm-tiny", 0)["ok"]
+    assert S.gpu_memory_verdict(H200_MEMORY, [0], None, holders, "vllm-tiny", 0)["ok"]
+
+
+@given(total=st.integers(1000, 200000), used=st.integers(0, 200000), share=st.floats(0.05, 0.99))
+def test_gpu_memory_verdict_is_vllms_free_memory_rule(total, used, share):
+    used = min(used, total)
+    found = S.gpu_memory_verdict([{"index": 0, "total_mib": total, "used_mib": used}], [0], share, [], "t", 0)
+    assert found["ok"] == (total - used >= math.ceil(share * total))
 
 
 def test_gpu_warning_lists_what_is_not_the_service_s():

@@ -468,7 +468,7 @@ def test_health_timeout_sized_to_model():
 
 def test_gpu_wait_and_stop_times():
     found = plan()
-    assert found["gpu_wait"] == {"timeout": 60} and plan(gpu_wait_timeout=0)["gpu_wait"] == {"timeout": 0}
+    assert found["gpu_wait"]["timeout"] == 60 and plan(gpu_wait_timeout=0)["gpu_wait"]["timeout"] == 0
     # the wrapper ends the server's group before supervisord would kill the wrapper itself
     assert 0 < found["stop_grace"] < found["stop_timeout"]
     for bad in (-1, "soon", 3601, True):
@@ -615,3 +615,15 @@ def test_log_excerpt_shows_the_root_cause_before_the_tail():
     assert V.log_excerpt(["a", "b"], tail=5) == ["a", "b"]
     want = ["--- lines that report errors, earlier in the log ---", "x error y", "--- last lines ---", "t"]
     assert V.log_excerpt(["x error y"] * 3 + ["t"], tail=1) == want
+
+
+def test_the_gpu_wait_asks_for_the_memory_of_the_gpus_vllm_takes():
+    found = plan(tensor_parallel_size=2, gpu_memory_utilization=0.85)
+    assert found["gpu_wait"] == {"timeout": 60, "memory_utilization": 0.85, "gpus": [0, 1]}
+    visible = plan(tensor_parallel_size=2, env={"CUDA_VISIBLE_DEVICES": "4,5,6"})
+    assert visible["gpu_wait"]["gpus"] == [4, 5]
+    # GPUs named by UUID or MIG instance are not mapped: the memory is not waited for
+    assert plan(tensor_parallel_size=1, env={"CUDA_VISIBLE_DEVICES": "GPU-8f3c"})["gpu_wait"]["gpus"] == []
+    # the CPU-only test host uses no GPU
+    assert plan(facts=gpus(0), cpu_only_test_host=True)["gpu_wait"]["gpus"] == []
+    assert V.gpu_indexes({}, 0) == [] and V.gpu_indexes(None, 2) == [0, 1]

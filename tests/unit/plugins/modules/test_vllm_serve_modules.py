@@ -340,6 +340,33 @@ def test_guard_gpu_waits_for_leftovers(run_module, tools, tmp_path, other_proces
     assert kind == "exit" and result["holders"][0]["whose"] == "other user"
 
 
+def fake_smi_with_memory(tmp_path, apps, memory):
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncase \"$*\" in\n"
+                   "'--query-compute-apps=pid,used_memory --format=csv,noheader,nounits') printf '%s';;\n"
+                   "'--query-gpu=index,memory.total,memory.used --format=csv,noheader,nounits') printf '%s';;\n"
+                   "*) exit 2;;\nesac\n" % ("".join(line + "\\n" for line in apps),
+                                             "".join(line + "\\n" for line in memory)))
+    smi.chmod(0o755)
+
+
+def test_guard_gpu_waits_for_the_memory_the_service_asks_for(run_module, tools, tmp_path, other_process):
+    # another user's process holds 100 GB of an H200's 143771 MiB: 0.9 does not fit, 0.25 does
+    fake_smi_with_memory(tmp_path, ["%d, 102400" % other_process], ["0, 143771, 102400"])
+    args = guard_args(check="gpu", timeout=2, poll=1, user="no-such-user", gpus=[0], memory_utilization=0.9)
+    kind, result, dummy = run_module(vllm_serve_guard.main, args)
+    assert kind == "fail" and 1 <= result["waited"] < 10
+    assert result["memory"] == [{"index": 0, "total_mib": 143771, "used_mib": 102400}]
+    assert "GPU 0 has 41371 MiB free of 143771, 129394 wanted" in result["msg"]
+    assert "pid %d (user %s, 102400 MiB on 1 GPU(s), other user)" % (other_process, getpass.getuser()) in result["msg"]
+    assert "set vllm_serve_gpu_memory_utilization to 0.28 or less" in result["msg"]
+    kind, result, dummy = run_module(vllm_serve_guard.main, dict(args, memory_utilization=0.25))
+    assert kind == "exit" and "have the 0.25 of their memory vllm-tiny asks for free" in result["msg"]
+    # without the GPUs or the share, the memory is not read
+    kind, result, dummy = run_module(vllm_serve_guard.main, dict(args, gpus=[]))
+    assert kind == "exit" and result["memory"] == []
+
+
 def test_guard_gpu_does_not_wait_when_nvidia_smi_fails(run_module, tools, tmp_path):
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn'\\''t communicate with the NVIDIA driver.'\n"
