@@ -106,6 +106,19 @@ def public_endpoint(serve, name):
     return url
 
 
+def gpu_others(entries):
+    """The gate's compute processes that are not the service's, one line each (serve_procs.gpu_line's form)."""
+    lines = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict):
+            used = entry.get("used_mib")
+            lines.append("pid %s (user %s, %s MiB on %s GPU(s), %s): %s" % (
+                _text(entry.get("pid")) or "?", _text(entry.get("user")) or "?", "?" if used is None else used,
+                _text(entry.get("gpus")) or "?", _text(entry.get("whose")) or "?",
+                _text(entry.get("cmdline")) or "not in the host's /proc"))
+    return lines
+
+
 def host_entry(name, record, phases):
     """The report's entry of one host: state, stack installed, arch list, toolkit, model, serving."""
     state, stopped_after = host_state(record, phases)
@@ -123,9 +136,10 @@ def host_entry(name, record, phases):
             "served_model_name": _text(serve.get("served_model_name")),
             "health": "healthy" if serve.get("healthy") is True else "unhealthy",
             "benchmark": serve.get("benchmark") if isinstance(serve.get("benchmark"), dict) else None,
+            "gpu_others": gpu_others(serve.get("gpu_others")),
         }
     else:
-        serving = {"endpoint": "", "served_model_name": "", "health": NOT_RUN, "benchmark": None}
+        serving = {"endpoint": "", "served_model_name": "", "health": NOT_RUN, "benchmark": None, "gpu_others": []}
     return {
         "host": name,
         "state": state,
@@ -262,6 +276,11 @@ def to_markdown(report):
                e["stack"]["transformers"], e["arch_list"], e["toolkit"], revision, e["serving"]["health"],
                e["serving"]["endpoint"], _bench(e["serving"]["benchmark"])]
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    held = [(name, line) for name in sorted(report["hosts"])
+            for line in report["hosts"][name]["serving"].get("gpu_others") or []]
+    if held:
+        lines += ["", "## GPU memory held by processes that are not the service's", ""]
+        lines += ["- %s: %s" % (name, line) for name, line in held]
     return "\n".join(lines) + "\n"
 
 

@@ -147,3 +147,20 @@ def test_endpoint_of_a_service_on_every_address():
     assert fr.public_endpoint({"endpoint": "http://127.0.0.1:8000", "bind": "127.0.0.1"}, "gpu-1") == \
         "http://127.0.0.1:8000"
     assert fr.public_endpoint({"endpoint": "http://10.0.0.5:8000", "bind": "10.0.0.5"}, "gpu-1") == "http://10.0.0.5:8000"
+
+
+def test_gpu_memory_held_by_others_is_in_the_report():
+    """The gate's reading (vllm_health's gpu.others), as the role records it in vllm_serve_result."""
+    record = served_record()
+    record["vllm_serve_result"]["gpu_others"] = [
+        {"pid": 9386, "used_mib": 28940, "gpus": 1, "uid": 998, "user": "vllm", "whose": "leftover",
+         "cmdline": "VLLM::EngineCore", "unit": None},
+        "not a reading"]
+    report = fr.build_report({"gpu-1": record, "gpu-2": served_record()}, ALL)
+    assert report["hosts"]["gpu-1"]["serving"]["gpu_others"] == [
+        "pid 9386 (user vllm, 28940 MiB on 1 GPU(s), leftover): VLLM::EngineCore"]
+    assert report["hosts"]["gpu-2"]["serving"]["gpu_others"] == []
+    md = fr.to_markdown(report)
+    assert "## GPU memory held by processes that are not the service's\n\n- gpu-1: pid 9386 (user vllm, 28940 MiB" in md
+    assert "gpu-2: pid" not in md
+    assert "GPU memory held" not in fr.to_markdown(fr.build_report({"gpu-2": served_record()}, ALL))
