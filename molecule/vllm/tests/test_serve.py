@@ -230,9 +230,21 @@ def test_an_impostor_on_the_port_got_no_key(host, serving):
     assert found["restored"]["ok"]
 
 
+def test_kill_9_of_the_main_process_under_systemd_leaves_none_of_its_control_group(host, serving):
+    if serving[0] != "systemd":
+        pytest.skip("supervisord host: the wrapper's process group (the test below)")
+    found = procs_side_effect(host)["kill"]
+    # the control group ran the API server and vLLM's engine core
+    assert len(found["group_before"]) >= 2, found["group_before"]
+    assert str(found["main"]) in found["group_before"]
+    assert found["new_main"] not in (0, found["main"])
+    assert found["left"] == [], found["left"]
+    assert found["health"]["ok"]
+
+
 def test_kill_9_of_the_api_server_leaves_no_process_of_its_group(host, serving):
     if serving[0] != "supervisord":
-        pytest.skip("systemd host: KillMode=control-group (test_systemd_unit)")
+        pytest.skip("systemd host: the control group (the test above)")
     found = procs_side_effect(host)["kill"]
     # the group ran the API server and vLLM's engine core
     assert len(found["group_before"]) >= 2, found["group_before"]
