@@ -259,6 +259,12 @@ def test_kill_9_of_the_api_server_leaves_no_process_of_its_group(host, serving):
     assert [row for row in rows if int(row[1]) == found["server"] and not row[2].startswith("Z")] == []
 
 
+def test_the_service_user_cannot_plant_links_or_job_files_where_root_writes(host, serving):
+    found = procs_side_effect(host)["plant"]
+    assert not [line for line in found if line.startswith("created")], found
+    assert found[-1].split()[0] == "root", found
+
+
 def test_key_not_in_play_output():
     if not os.path.exists(PLAY_LOG):
         pytest.skip("no play log")
