@@ -23,14 +23,14 @@ def hf_mirror_problems(settings):
         raise AnsibleFilterError("hf_mirror_problems: %s" % exc)
 
 
-def hf_mirror_cache_size_limit(setting, mounts, cache_dir):
+def hf_mirror_cache_size_limit(setting, mounts, cache_dir, statfs=None):
     """olah's cache-size-limit: '' (none), the size as set, or for auto 80 % of the cache directory's filesystem."""
     from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror
     if not isinstance(mounts, (list, tuple)) or not isinstance(cache_dir, str):
         raise AnsibleFilterError("hf_mirror_cache_size_limit: expects ansible_facts.mounts (a list) and the cache "
                                  "directory (hf_mirror_cache_dir)")
     try:
-        return hf_mirror.cache_size_limit(setting, list(mounts), cache_dir)
+        return hf_mirror.cache_size_limit(setting, list(mounts), cache_dir, statfs)
     except TypeError as exc:
         raise AnsibleFilterError("hf_mirror_cache_size_limit: %s" % exc)
 

@@ -180,16 +180,26 @@ def mount_of(mounts, path):
     return best
 
 
-def cache_size_limit(setting, mounts, cache_dir):
+def statfs_size(text):
+    """The size in bytes of a filesystem from ``stat --file-system --format '%S %b' DIR`` (the fundamental block size
+    and the total of blocks, such as ``4096 66052064``); None when text is not that."""
+    match = re.match(r"^\s*(\d{1,9}) (\d{1,20})\s*$", text or "", re.ASCII) if isinstance(text, str) else None
+    return int(match.group(1)) * int(match.group(2)) if match else None
+
+
+def cache_size_limit(setting, mounts, cache_dir, statfs=None):
     """olah's cache-size-limit for hf_mirror_cache_size_limit: '' (no limit), the size as set, or for auto 80 % of the
-    filesystem that holds cache_dir (whole GiB, e.g. '1638G'), from ansible_facts.mounts."""
+    filesystem that holds cache_dir (whole GiB, e.g. '1638G'): from statfs (statfs_size's reading of that filesystem
+    on the host), else from ansible_facts.mounts (which leaves out an overlay root, a container's)."""
     if not isinstance(setting, str):
         raise TypeError("hf_mirror_cache_size_limit must be a string")
     setting = setting.strip()
     if setting != "auto":
         return setting
-    mount = mount_of(mounts, cache_dir)
-    size = mount.get("size_total") if mount else None
+    size = statfs_size(statfs)
+    if not size:
+        mount = mount_of(mounts, cache_dir)
+        size = mount.get("size_total") if mount else None
     if isinstance(size, bool) or not isinstance(size, (int, float)) or size <= 0:
         raise TypeError("hf_mirror_cache_size_limit is auto, but the facts give no size of the filesystem that "
                         "holds %s; set hf_mirror_cache_size_limit to a size such as 500GB" % cache_dir)

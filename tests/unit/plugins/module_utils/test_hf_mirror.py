@@ -226,3 +226,18 @@ def test_cache_size_limit_filter_refuses_wrong_types():
         limit("auto", {"mount": "/"}, "/var/lib/hf-mirror")
     with pytest.raises(AnsibleFilterError, match="must be a string"):
         limit(5, MOUNTS, "/var/lib/hf-mirror")
+
+
+def test_cache_size_limit_auto_reads_the_filesystem_first():
+    """A container's root is an overlay, which ansible_facts.mounts leaves out: stat --file-system reads it."""
+    # stat --file-system --format '%S %b' / on the test machine's ext4 (4096-byte blocks, 252 GiB)
+    assert M.statfs_size("4096 66052064\n") == 4096 * 66052064
+    assert M.cache_size_limit("auto", [], "/var/lib/hf-mirror", "4096 66052064\n") == "201G"
+    # it wins over the mounts, which may name another filesystem for a bind mount
+    assert M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror", "4096 66052064") == "201G"
+    for bad in ("", None, "4096", "big 1", "4096 -1", 5):
+        assert M.statfs_size(bad) is None
+    assert M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror", "") == "1600G"
+    with pytest.raises(TypeError, match="set hf_mirror_cache_size_limit to a size"):
+        M.cache_size_limit("auto", [], "/var/lib/hf-mirror", "stat: cannot read file system information")
+    assert FilterModule().filters()["hf_mirror_cache_size_limit"]("auto", [], "/x", "512 4194304") == "1G"
