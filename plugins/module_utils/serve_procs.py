@@ -403,8 +403,8 @@ def gpu_memory_verdict(gpus, indexes, utilization, holders, service, waited,
         " to start. Held by: %s. Fix: stop the processes that hold it, set vllm_serve_gpu_memory_utilization to %.2f"
         " or less, or raise %s if they are still exiting" % (
             service, utilization, waited,
-            "; ".join("GPU %d has %d MiB free of %d, %d wanted" % (gpu["index"], gpu["free_mib"], gpu["total_mib"],
-                                                                  gpu["wanted_mib"]) for gpu in short),
+            "; ".join("GPU %d has %d MiB free of %d, %d wanted"
+                      % (gpu["index"], gpu["free_mib"], gpu["total_mib"], gpu["wanted_mib"]) for gpu in short),
             "; ".join(gpu_line(entry) for entry in others) or "no compute process nvidia-smi lists",
             math.floor(most * 100) / 100.0, timeout_variable))}
 

@@ -346,7 +346,7 @@ def fake_smi_with_memory(tmp_path, apps, memory):
                    "'--query-compute-apps=pid,used_memory --format=csv,noheader,nounits') printf '%s';;\n"
                    "'--query-gpu=index,memory.total,memory.used --format=csv,noheader,nounits') printf '%s';;\n"
                    "*) exit 2;;\nesac\n" % ("".join(line + "\\n" for line in apps),
-                                             "".join(line + "\\n" for line in memory)))
+                                            "".join(line + "\\n" for line in memory)))
     smi.chmod(0o755)
 
 
