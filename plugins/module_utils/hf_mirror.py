@@ -4,9 +4,10 @@
 """The input checks of the hf_mirror role (olah on the cache host), before anything is installed or written.
 
 The role writes these values into olah's TOML configuration (quoted strings) and into a systemd unit (one
-directive per line, paths split at spaces), so a value that could end a string, start a line or split a path
-is refused here rather than written. URLs are checked by the hub's own rule (hf_hub.validate_endpoint); olah
-takes scheme://host[:port] only, and a password in a URL would sit in a world-readable configuration file.
+directive per line, paths split at spaces, % and $ expanded), so a value that could end a string, start a line,
+split a path or be read by systemd as another path is refused here rather than written. URLs are checked by the
+hub's own rule (hf_hub.validate_endpoint); olah takes scheme://host[:port] only, and a password in a URL would sit
+in a world-readable configuration file.
 Each problem names the hf_mirror_* variable and the fix; credentials are masked in every message.
 
 ``cache_size_limit`` gives olah its cache-size-limit: a size olah reads as the size it is meant to be (olah 0.5.4's
@@ -29,6 +30,8 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import 
 # Characters no value written into olah.toml or the unit may hold: quotes and backslashes end or escape a TOML
 # string; a line break or another control character starts a new TOML key or systemd directive.
 UNSAFE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
+# What systemd expands in a unit: % (specifiers: %h, %n, ...) in every line, $ (variables) on ExecStart=.
+UNIT_EXPANDED_RE = re.compile(r"[%$]")
 USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
 # systemd unit names: ASCII letters, digits and ':-_.', not starting with '-' or '.'.
 UNIT_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:.-]{0,200}", re.ASCII)
@@ -41,6 +44,8 @@ AUTO_SHARE = 0.8
 NETLOC_RE = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)(:[0-9]{1,5})?", re.ASCII)
 
 PATH_OPTIONS = ("prefix", "venv", "config_dir", "cache_dir", "log_dir")
+# The paths the systemd unit names (hf-mirror.service.j2).
+UNIT_PATH_OPTIONS = ("venv", "config_dir", "cache_dir", "log_dir")
 OPTIONS = ("upstream_url", "upstream_lfs_netloc", "url", "listen_host", "port", "user", "service_name",
            "cache_size_limit", "metadata_cache_ttl", "offline", "git_repos_dir", "tls_cert", "tls_key") + PATH_OPTIONS
 
@@ -152,6 +157,10 @@ def problems(settings):
         if _unsafe(path) or not path.startswith("/"):
             add("hf_mirror_%s is '%s': set it to an absolute path without spaces, quotes, backslashes or line "
                 "breaks (it is written into olah.toml and the systemd unit)." % (option, _shown(path)))
+        elif option in UNIT_PATH_OPTIONS and UNIT_EXPANDED_RE.search(path):
+            add("hf_mirror_%s is '%s': systemd expands %% in the unit (a specifier such as %%h) and $ on its "
+                "ExecStart= line (a variable), so the service would use another path. Set it to an absolute path "
+                "without %% or $." % (option, _shown(path)))
 
     repos = settings["git_repos_dir"]
     if _unsafe(repos, spaces_ok=True) or (repos and not repos.startswith("/")):

@@ -32,6 +32,13 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-(?P<build>\d[^-]*))?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)\.whl$")
 # An address to listen on: an IPv4 or IPv6 address, or a host name (it goes on the service's command line).
 _LISTEN = re.compile(r"^([0-9A-Fa-f:.]+|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?)$")
+# What a directory written into the index's systemd unit may not hold: white space splits it (ExecStart=,
+# ReadWritePaths=), a line break or another control character starts a new directive, quotes and backslashes are
+# unquoted and unescaped, % is a specifier (%h: the user's home) and $ a variable on the ExecStart= line.
+_UNIT_PATH_BAD = re.compile(r"[\s\x00-\x1f\x7f%$\"'\\]")
+# The cache host's directories the unit names: settings key, the inventory variable.
+_UNIT_DIRS = (("data_dir", "fleet_cache_data_dir (llm_stack_cache_data_dir)"), ("venv", "fleet_cache_venv"),
+              ("config_dir", "fleet_cache_config_dir"), ("log_dir", "fleet_cache_log_dir"))
 
 
 class WheelIndexError(ValueError):
@@ -123,8 +130,9 @@ def server_problems(settings):
 
     settings: port, listen_host, data_dir, wheelhouse (a controller
     directory, or empty), tls_cert and tls_key (controller files, both or
-    neither), workers and threads (gunicorn's) and service_mgr (the ansible_facts value; None when facts were
-    not gathered, taken as systemd). Each message names the variable and the
+    neither), workers and threads (gunicorn's), venv, config_dir and log_dir (directories on the cache host that
+    the unit names, as data_dir does; each left out is not checked) and service_mgr (the ansible_facts value;
+    None when facts were not gathered, taken as systemd). Each message names the variable and the
     fix.
     """
     if not isinstance(settings, dict):
@@ -138,14 +146,20 @@ def server_problems(settings):
     if not isinstance(listen, str) or not _LISTEN.match(listen):
         problems.append("fleet_cache_index_listen_host is %r: set it to the address the index listens on, the cache "
                         "host's address on the fleet's network (or 0.0.0.0 for every address)." % (listen,))
-    for key, variable, empty_ok in (("data_dir", "fleet_cache_data_dir (llm_stack_cache_data_dir)", False),
-                                    ("wheelhouse", "fleet_cache_wheelhouse", True)):
+    for key, variable in _UNIT_DIRS:
         value = settings.get(key)
+        if value is None and key != "data_dir":
+            continue
         value = "" if value is None else str(value)
-        if (value or not empty_ok) and not (value.startswith("/") and not re.search(r"[\s\x00-\x1f]", value)):
-            problems.append("%s is %r: set it to an absolute %s%s." % (
-                variable, value[:120], "controller directory" if empty_ok else "directory on the cache host",
-                ", or leave it empty" if empty_ok else ""))
+        if not value.startswith("/") or _UNIT_PATH_BAD.search(value):
+            problems.append("%s is %r: set it to an absolute directory on the cache host without white space, quotes,"
+                            " backslashes, %% or $ (the index's systemd unit names it, and systemd expands %% as a"
+                            " specifier such as %%h and $ as a variable)." % (variable, value[:120]))
+    wheelhouse = settings.get("wheelhouse")
+    wheelhouse = "" if wheelhouse is None else str(wheelhouse)
+    if wheelhouse and not (wheelhouse.startswith("/") and not re.search(r"[\s\x00-\x1f]", wheelhouse)):
+        problems.append("fleet_cache_wheelhouse is %r: set it to an absolute controller directory, or leave it empty."
+                        % (wheelhouse[:120],))
     for key, variable in (("workers", "fleet_cache_index_workers"), ("threads", "fleet_cache_index_threads")):
         value = settings.get(key, 1)
         text = "" if isinstance(value, bool) or value is None else str(value).strip()

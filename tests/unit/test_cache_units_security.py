@@ -134,8 +134,9 @@ def test_the_unit_writes_only_its_own_directories(role):
     if role == "vllm_serve":
         assert writable[0].split() == [values["vllm_serve_cache_dir"]]
     elif role == "fleet_cache":
-        # the packages are read-only for the index: the cache host publishes them itself
-        assert writable[0].split() == [values["fleet_cache_log_dir"]]
+        # the packages are read-only for the index: the cache host publishes them itself; the log directory is
+        # root's (run_logged's job files), the index writes its own subdirectory only
+        assert writable[0].split() == [values["fleet_cache_log_dir"] + "/index"]
         exec_start = re.findall(r"^ExecStart=(.*)$", text, re.M)[0].split()
         assert "--authenticate" in exec_start and "--passwords" not in exec_start and "-P" not in exec_start
     else:

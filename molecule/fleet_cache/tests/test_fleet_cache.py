@@ -154,8 +154,29 @@ def test_the_packages_are_roots_and_the_service_only_reads_them(cache):
     key = cache.file("/etc/fleet-cache/tls/index.key")
     assert key.user == "root" and key.group == "fleet-index" and key.mode == 0o640
     unit = cache.file("/etc/systemd/system/fleet-index.service").content_string
-    assert "User=fleet-index" in unit and "--passwords" not in unit and "ReadWritePaths=/var/log/fleet-cache\n" in unit
+    assert "User=fleet-index" in unit and "--passwords" not in unit
+    assert "ReadWritePaths=/var/log/fleet-cache/index\n" in unit
     assert cache.service("fleet-index").is_running
+
+
+def test_the_log_directory_is_roots_and_the_index_writes_its_own_subdirectory(cache):
+    """Root's run_logged keeps the install job's log and job files there: the index can replace none of them."""
+    logs = cache.file("/var/log/fleet-cache")
+    assert logs.user == "root" and logs.group == "root" and logs.mode == 0o755
+    assert cache.check_output("find /var/log/fleet-cache -mindepth 1 -maxdepth 1 -user fleet-index") == \
+        "/var/log/fleet-cache/index"
+    index = cache.file("/var/log/fleet-cache/index")
+    assert index.is_directory and index.user == "fleet-index" and index.mode == 0o750
+    log = cache.file("/var/log/fleet-cache/index/index.log")
+    assert log.is_file and not log.is_symlink and log.user == "fleet-index"
+    install = cache.file("/var/log/fleet-cache/pypiserver-install.log")
+    assert install.is_file and install.user == "root"
+
+
+def test_the_index_listens_where_the_inventory_says(cache):
+    """fleet_cache_index_listen_host 127.0.0.1 and fleet_cache_index_port 28967 (molecule.yml): nowhere else."""
+    listening = cache.check_output("ss -ltnH 'sport = :28967'")
+    assert [line.split()[3] for line in listening.splitlines()] == ["127.0.0.1:28967"]
 
 
 def test_the_running_unit_scores_3_or_lower(cache):

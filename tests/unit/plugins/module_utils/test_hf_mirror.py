@@ -97,6 +97,23 @@ def test_each_problem_names_the_variable_and_the_fix(option, value, expect):
     assert "\n" not in found[0]
 
 
+@pytest.mark.parametrize("option", M.UNIT_PATH_OPTIONS)
+@pytest.mark.parametrize("value", ["/srv/%h/hf-mirror", "/srv/hf%%mirror", "/srv/hf-mirror%", "/srv/$HOME/hf",
+                                   "/srv/${HOME}"])
+def test_a_percent_or_a_dollar_in_a_path_of_the_unit_is_refused(option, value):
+    """systemd would expand them in hf-mirror.service (%h: the user's home; $HOME on ExecStart=)."""
+    found = problems_for(**{option: value})
+    assert len(found) == 1, found
+    assert found[0].startswith("hf_mirror_%s is '%s'" % (option, value))
+    assert "without % or $" in found[0]
+
+
+def test_the_prefix_is_not_in_the_unit_but_the_venv_under_it_is():
+    assert problems_for(prefix="/opt/hf%mirror") == []
+    found = problems_for(prefix="/opt/hf%mirror", venv="/opt/hf%mirror/venv")
+    assert len(found) == 1 and found[0].startswith("hf_mirror_venv")
+
+
 def test_every_problem_is_listed_at_once():
     found = problems_for(port=0, user="Root", cache_dir="relative", offline=True)
     assert [p.split(" ")[0].rstrip(":") for p in found] == [

@@ -7,7 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +19,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_in
 ENTRY = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-cxx11abiTRUE-sm80-python-only-ef7beb2c6e35"
 OTHER = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-cxx11abiTRUE-sm90-python-only-7a9a2270d831"
 BUILT = "flash_attn-2.8.3-cp311-cp311-linux_x86_64.whl"
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 SHA = "54058201ac7087911181bfec4af6091bb59380360f069276601256a76af08193"
 
 
@@ -86,7 +90,10 @@ def test_cache_host_outside_the_jobs_inventory():
 
 
 SERVER = {"port": 8080, "listen_host": "10.0.0.5", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
-          "tls_cert": "", "tls_key": "", "workers": 2, "threads": "16", "service_mgr": "systemd"}
+          "tls_cert": "", "tls_key": "", "workers": 2, "threads": "16", "service_mgr": "systemd",
+          "venv": "/opt/fleet-cache/venv", "config_dir": "/etc/fleet-cache", "log_dir": "/var/log/fleet-cache"}
+UNIT_DIRS = {"data_dir": "fleet_cache_data_dir (llm_stack_cache_data_dir)", "venv": "fleet_cache_venv",
+             "config_dir": "fleet_cache_config_dir", "log_dir": "fleet_cache_log_dir"}
 
 
 def test_server_settings_of_the_test_fleet_pass(tmp_path):
@@ -127,6 +134,31 @@ def test_server_problems_name_the_variable(change, variable):
         assert len(problems) == 2 and "fleet_cache_index_tls_cert" in problems[0] and "fleet_cache_index_tls_key" in problems[1]
     else:
         assert len(problems) == 1 and variable in problems[0]
+
+
+@pytest.mark.parametrize("key", sorted(UNIT_DIRS))
+@pytest.mark.parametrize("value", [
+    "/srv/%h/x",  # a specifier: the service user's home
+    "/srv/x%", "/srv/100%%", "/srv/$HOME/x", "/srv/${HOME}",
+    "/srv/x\nExecStartPre=/bin/sh -c id", "/srv/x\r", "/srv/\x1bx", "/srv/x\x7f",
+    "/srv/fleet cache", "/srv/x\t", '/srv/"x"', "/srv/'x'", "/srv/x\\y", "srv/x", "",
+])
+def test_a_directory_the_unit_names_is_refused_with_what_systemd_would_change(key, value):
+    problems = W.server_problems(dict(SERVER, **{key: value}))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("%s is %r: set it to an absolute directory" % (UNIT_DIRS[key], value))
+    assert "without white space, quotes, backslashes, % or $" in problems[0] and "\n" not in problems[0]
+
+
+def test_the_role_defaults_pass_and_left_out_directories_are_not_checked():
+    with open(os.path.join(REPO, "roles", "fleet_cache", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    settings = dict(SERVER, config_dir=defaults["fleet_cache_config_dir"], log_dir=defaults["fleet_cache_log_dir"],
+                    venv=defaults["fleet_cache_venv"].replace("{{ fleet_cache_prefix }}", defaults["fleet_cache_prefix"]))
+    assert W.server_problems(settings) == []
+    assert W.server_problems(dict((k, v) for k, v in SERVER.items() if k not in ("venv", "config_dir", "log_dir"))) == []
+    # the data directory is always needed
+    assert "fleet_cache_data_dir" in W.server_problems(dict((k, v) for k, v in SERVER.items() if k != "data_dir"))[0]
 
 
 def test_server_problems_are_all_listed():
