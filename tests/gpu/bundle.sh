@@ -9,7 +9,8 @@
 #    mode) for the host's Python and platform against the index, without
 #    installing anything, keeping the host's torch stack and transformers
 #    (DEST/constraints.txt, from the freeze): DEST/report.json (pip's
-#    installation report).
+#    installation report), and DEST/resolved.txt, every NAME==VERSION it
+#    resolved (GPU_BUNDLE_PINS of a later run that must give the same set).
 # 2. tests/gpu/bundle_resolve.py follows the release's requirements for that
 #    host and subtracts the host venv's pip freeze: the packages the host has
 #    at a version the release accepts stay the host's; DEST/vllm-requirements.txt
@@ -19,7 +20,7 @@
 # 3. The wheels of both lists (DEST/wheels/wheelhouse) and ansible-core with
 #    its requirements (DEST/wheels/ansible) go into one tar with fixed names,
 #    times and owners (the same wheels give the same sha256 on any machine),
-#    split into DEST/parts/wheelhouse.tar.partNN of 60 MiB each;
+#    split into DEST/parts/wheelhouse.tar.partNN of GPU_BUNDLE_PIECE each;
 #    DEST/parts/wheelhouse.tar.sha256 and DEST/vllm-wheelhouse.sha256 hold its
 #    sha256 (run.sh vllm-bundle checks the reassembled tar against it).
 #
@@ -36,6 +37,12 @@
 #                              8601 time; needs pip 25.3 or later): the same
 #                              wheel set again, later (the H200's 0.20.2 set:
 #                              2026-12-01T04:00:00Z)
+#   GPU_BUNDLE_PINS            a file of NAME==VERSION lines the resolution must
+#                              keep (a resolved.txt of an earlier run): the same
+#                              set again, whatever the index has gained since
+#   GPU_BUNDLE_PIECE           the size of a piece, as split(1) reads it
+#                              (default 54M: a piece and a working tree of a few
+#                              MiB together stay under a 64 MiB transfer)
 # The wheels are CPython manylinux x86_64 builds (glibc 2.17 to 2.39).
 set -euo pipefail
 
@@ -52,6 +59,12 @@ python=${GPU_BUNDLE_PYTHON:-python$pyver}
 freeze=${GPU_BUNDLE_FREEZE:-$here/h200-venv-freeze.txt}
 read -r -a extra <<<"${GPU_BUNDLE_EXTRA-supervisor==4.3.0}"
 ansible=${GPU_BUNDLE_ANSIBLE:-2.19.14}
+piece=${GPU_BUNDLE_PIECE:-54M}
+pins=()
+if [[ -n ${GPU_BUNDLE_PINS:-} ]]; then
+  [[ -r $GPU_BUNDLE_PINS ]] || { echo "GPU_BUNDLE_PINS=$GPU_BUNDLE_PINS cannot be read. Fix: the resolved.txt of an earlier run." >&2; exit 2; }
+  pins=(-c "$GPU_BUNDLE_PINS")
+fi
 
 got=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 if [[ $got != "$pyver" ]]; then
@@ -73,7 +86,11 @@ echo "resolving vllm==$version ${extra[*]} for CPython $pyver manylinux x86_64"
 when=()
 [[ -z ${GPU_BUNDLE_UPLOADED_PRIOR_TO:-} ]] || when=(--uploaded-prior-to "$GPU_BUNDLE_UPLOADED_PRIOR_TO")
 "$python" -m pip install -q --dry-run --ignore-installed --target "$work/target" --report "$dest/report.json" \
-    -c "$dest/constraints.txt" "${when[@]}" "${plat[@]}" "vllm==$version" "${extra[@]}"
+    -c "$dest/constraints.txt" "${pins[@]}" "${when[@]}" "${plat[@]}" "vllm==$version" "${extra[@]}"
+"$python" -c 'import json, sys
+report = json.load(open(sys.argv[1]))
+pins = sorted("%s==%s" % (i["metadata"]["name"].lower(), i["metadata"]["version"]) for i in report["install"])
+open(sys.argv[2], "w").write("".join(p + "\n" for p in pins))' "$dest/report.json" "$dest/resolved.txt"
 "$python" "$here/bundle_resolve.py" --report "$dest/report.json" --freeze "$freeze" --python-version "$pyver" \
     --out "$dest"
 
@@ -87,7 +104,7 @@ tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$dest/wheels"
 rm -rf "$dest/parts"
 mkdir -p "$dest/parts"
 (cd "$work" && sha256sum wheelhouse.tar) | tee "$dest/vllm-wheelhouse.sha256" >"$dest/parts/wheelhouse.tar.sha256"
-split -b 60M -d -a 2 "$work/wheelhouse.tar" "$dest/parts/wheelhouse.tar.part"
+split -b "$piece" -d -a 2 "$work/wheelhouse.tar" "$dest/parts/wheelhouse.tar.part"
 echo "wheels: $(find "$dest/wheels/wheelhouse" -name '*.whl' | wc -l) ($(du -sh "$dest/wheels/wheelhouse" | cut -f1))," \
   "pieces: $(find "$dest/parts" -name 'wheelhouse.tar.part*' | wc -l), tar $(du -h "$work/wheelhouse.tar" | cut -f1)"
 cat "$dest/vllm-wheelhouse.sha256"
