@@ -106,7 +106,9 @@ def make_handler(upstream, context, repo, target):
                 if key.lower() in ("location", "link"):
                     value = value.replace(upstream, "http://%s:%d" % self.server.server_address[:2])
                 self.send_header(key, value)
-            self.send_header("Content-Length", str(len(body)))
+            # A HEAD answer carries the length the GET would have (the hub client reads a file's size from it).
+            length = answer.get("Content-Length") if self.command == "HEAD" else None
+            self.send_header("Content-Length", length if length is not None else str(len(body)))
             self.end_headers()
             if self.command == "GET":
                 self.wfile.write(body)

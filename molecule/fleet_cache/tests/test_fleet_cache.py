@@ -154,7 +154,9 @@ def test_the_packages_are_roots_and_the_service_only_reads_them(cache):
     key = cache.file("/etc/fleet-cache/tls/index.key")
     assert key.user == "root" and key.group == "fleet-index" and key.mode == 0o640
     unit = cache.file("/etc/systemd/system/fleet-index.service").content_string
-    assert "User=fleet-index" in unit and "--passwords" not in unit
+    exec_start = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    assert "User=fleet-index" in unit and len(exec_start) == 1
+    assert "--authenticate update" in exec_start[0] and "--passwords" not in exec_start[0] and " -P " not in exec_start[0]
     assert "ReadWritePaths=/var/log/fleet-cache/index\n" in unit
     assert cache.service("fleet-index").is_running
 
