@@ -38,7 +38,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
-import hashlib
 import json
 import os
 import re
@@ -46,6 +45,7 @@ import shutil
 import time
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import sha256_file
 
 try:
     import fcntl
@@ -315,14 +315,6 @@ def failure_since(records, entry, since):
             continue
         found = record
     return found
-
-
-def sha256_file(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def recorded_wheel(records, entry):

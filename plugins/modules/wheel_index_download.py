@@ -91,14 +91,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b""):
-            digest.update(block)
-    return digest.hexdigest()
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import sha256_file
 
 
 def download(module, url, part):
@@ -148,7 +141,7 @@ def main():
         module.fail_json(msg="dest %s is not a directory on this host" % p["dest"])
     path = os.path.join(p["dest"], filename)
     if os.path.isfile(path) and not os.path.islink(path):
-        present = sha256_of(path)
+        present = sha256_file(path)
         if not W.check_download(p["entry"], wheel, present):
             module.exit_json(changed=False, path=path, sha256=present, downloaded=False)
     if module.check_mode:
