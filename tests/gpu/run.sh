@@ -39,7 +39,7 @@
 #   GPU_BUNDLE     the lists of those pieces: vllm-requirements.txt,
 #                  vllm-requirements-host.txt and vllm-wheelhouse.sha256 as
 #                  bundle.sh VERSION DEST wrote them in DEST (default
-#                  tests/gpu, vLLM 0.20.2; tests/gpu/vllm-0.26.0 for 0.26.0);
+#                  tests/gpu/vllm-0.20.2, vLLM 0.20.2; tests/gpu/vllm-0.26.0 for 0.26.0);
 #                  the vLLM version is that of its vllm== line
 #   GPU_CRASH_UTIL the gpu_memory_utilization serve-crash serves at (default 0.85)
 #
@@ -53,7 +53,7 @@ OUT=${GPU_OUT:-$ROOT/build/gpu}
 STATE=${GPU_STATE:-/var/tmp/gpufleet-validate}
 WHEELS=${GPU_WHEELS:-$ROOT/.gpu/wheels}
 WHEELHOUSE=${GPU_WHEELHOUSE:-$ROOT/.gpu/wheelhouse}
-BUNDLE=${GPU_BUNDLE:-$ROOT/tests/gpu}
+BUNDLE=${GPU_BUNDLE:-$ROOT/tests/gpu/vllm-0.20.2}
 TARBALL=${GPU_TARBALL:-}
 if [[ -z $TARBALL && -d $ROOT/.gpu ]]; then
   TARBALL=$(find "$ROOT/.gpu" -maxdepth 1 -name 'gpufleet-llm_stack-*.tar.gz' -print -quit)

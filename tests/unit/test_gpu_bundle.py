@@ -7,8 +7,8 @@ The recorded report is pip's real resolution of vllm==0.20.2 and supervisor==4.3
 x86_64, against PyPI, with the H200's torch stack and transformers as constraints and
 --uploaded-prior-to 2026-12-01T04:00:00Z (pip 26.3 under Python 3.12.1), trimmed with
 ``bundle_resolve.py --report REPORT --trim``. The freeze is the H200 venv's (tests/gpu/h200-venv-freeze.txt); the
-checked-in lists (tests/gpu/vllm-requirements*.txt) are the ones the H200 run of 0.20.2 installed
-(docs/validation/h200-serving.md).
+checked-in lists (tests/gpu/vllm-0.20.2) are what bundle.sh 0.20.2 wrote from that resolution, the ones the H200
+run of 0.20.2 installed (docs/validation/h200-serving.md).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -70,31 +70,24 @@ def test_the_h200_set_of_0_20_2():
     assert result["unused"] == []
 
 
-def test_against_the_lists_the_h200_installed():
-    """Each difference from the checked-in lists of 0.20.2 has its reason, read from the data."""
+def test_the_checked_in_0_20_2_lists_are_the_commands_output():
+    """tests/gpu/vllm-0.20.2 is what ``bundle.sh 0.20.2`` wrote from the recorded report: the lists the H200 run
+    installed are the command's output, not a hand-made set, and resolved.txt pins every distribution of it."""
+    here = os.path.join(GPU, "vllm-0.20.2")
     result = B.wheel_set(report(), freeze(), "3.12")
-    new = as_dict(result["lacks"] + result["replaces"])
-    old = pins(os.path.join(GPU, "vllm-requirements.txt"))
-    old.update(pins(os.path.join(GPU, "vllm-requirements-host.txt")))
-    assert len(old) == 107
-    host = B.read_freeze(freeze())
-    # Same pin for the most of them.
-    same = [name for name in old if new.get(name) == old[name]]
-    assert len(same) == 85
-    # Listed then, not now: the H200 venv has each at a version the release and its requirements accept.
-    dropped = sorted(name for name in old if name not in new)
-    assert dropped and all(result["entries"][name]["decision"] == "kept" and host[name] for name in dropped)
-    assert len(dropped) == 19
-    # A newer upload than the lists' (the index moved between the two resolutions), the same requirement met.
-    moved = sorted(name for name in old if name in new and new[name] != old[name])
-    assert moved == ["anthropic", "sse-starlette", "uvicorn"]
-    # Not listed then: what the engine of 0.20.2 does not import at start (FlashInfer and its kernels' helpers)
-    # and the host's versions that the release refuses.
-    added = sorted(name for name in new if name not in old)
-    assert added == sorted(["cuda-tile", "flashinfer-cubin", "flashinfer-python", "llvmlite", "numba", "numpy",
-                            "nvidia-cudnn-frontend", "nvidia-cutlass-dsl", "nvidia-cutlass-dsl-libs-base",
-                            "nvidia-cutlass-dsl-libs-core", "nvidia-cutlass-dsl-libs-cu12", "quack-kernels",
-                            "setuptools", "tilelang", "torch-c-dlpack-ext", "z3-solver"])
+    with open(os.path.join(here, "vllm-requirements.txt")) as handle:
+        assert handle.read() == B.render(result["lacks"], ["vllm"])
+    with open(os.path.join(here, "vllm-requirements-host.txt")) as handle:
+        assert handle.read() == B.render(result["replaces"], ["vllm"])
+    with open(os.path.join(here, "resolution.json")) as handle:
+        assert json.load(handle) == json.loads(json.dumps(result))
+    resolved = pins(os.path.join(here, "resolved.txt"))
+    installed = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report()["install"]}
+    assert resolved == installed
+    with open(os.path.join(here, "constraints.txt")) as handle:
+        assert handle.read() == B.constraints(freeze())
+    with open(os.path.join(here, "vllm-wheelhouse.sha256")) as handle:
+        assert handle.read().split()[1] == "wheelhouse.tar"
 
 
 def test_a_host_whose_torch_the_release_refuses_is_an_error():
