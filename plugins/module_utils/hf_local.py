@@ -30,6 +30,8 @@ import json
 import os
 import re
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import free_bytes  # noqa: F401 - hf_local.free_bytes
+
 MANIFEST_NAME = ".llm_stack_manifest.json"
 MANIFEST_TMP_NAME = MANIFEST_NAME + ".tmp"
 # Names at the top of a model directory that belong to this collection, not
@@ -245,18 +247,6 @@ def classify_incomplete(root, files, needed_paths):
         else:
             stale.append(rel)
     return resumable, stale
-
-
-def free_bytes(path):
-    """Free bytes for an unprivileged writer on the filesystem that holds path (or its nearest existing parent)."""
-    probe = os.path.abspath(path)
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    st = os.statvfs(probe)
-    return st.f_bavail * st.f_frsize
 
 
 def read_json(path):
