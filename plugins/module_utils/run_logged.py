@@ -46,6 +46,7 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # type: ignore
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import _group_alive
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 LOG_MODE = 0o640
@@ -376,16 +377,6 @@ def _alive(pid):
             return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except (IOError, OSError, IndexError):
         return True
-
-
-def _group_alive(pgid):
-    if not isinstance(pgid, int) or pgid <= 0:
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except OSError as exc:
-        return exc.errno == errno.EPERM
-    return True
 
 
 def read_tail(path, max_bytes=TAIL_BYTES):
