@@ -30,7 +30,7 @@ __metaclass__ = type
 import email.parser
 import re
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils._matrix_wheel import (  # noqa: F401 - re-exported
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._matrix_wheel import (  # noqa: F401 pylint: disable=unused-import
     MAX_CENTRAL_DIRECTORY, MAX_COMMENT, MAX_METADATA, RefreshError, central_directory, end_of_central_directory, member,
     metadata_entry, read_wheel_directory, read_wheel_metadata, tail_length)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError, satisfies

@@ -48,7 +48,7 @@ try:
 except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # type: ignore
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils._run_logged_progress import (  # noqa: F401 - re-exported
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._run_logged_progress import (  # noqa: F401 pylint: disable=unused-import
     Estimator, describe, human_bytes, human_seconds, log_lines, ninja_step, progress_of, shorten)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import _group_alive
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
