@@ -26,6 +26,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, raw_text as _text
+
 FORMAT = 1
 
 # The phases of playbooks/site.yml, in order, and the result fact of each.
@@ -42,14 +44,6 @@ STATES = ("served", "installed", "failed_preflight", "unreachable", "failed")
 NOT_RUN = "not run"
 # flash_attn_build_result.source values that reused a wheel built before.
 CACHE_SOURCES = ("index", "controller_cache")
-
-
-def _dict(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value):
-    return "" if value is None else str(value)
 
 
 def _int(value):

@@ -18,17 +18,24 @@ After a successful check a manifest (``MANIFEST_NAME``) is written next to
 the files: repo, revision, commit, and each file's size and digest, plus the
 (size, mtime, inode) seen when its digest was last computed, so that a later
 check with ``checksum='auto'`` hashes only files that changed since.
+
+Paths kept inside a directory and the files written there without following links are in
+``_hf_paths`` (private); their names are imported from here.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import errno
 import hashlib
 import json
 import os
 import re
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import free_bytes  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._hf_paths import (  # noqa: F401 pylint: disable=unused-import
+    CHUNK, FILE_MODE, PathError, _copy_new, _link_or_copy, _makedirs_inside, _read_text_nofollow, _remove, check_relpath,
+    create_file, safe_join)
 
 MANIFEST_NAME = ".llm_stack_manifest.json"
 MANIFEST_TMP_NAME = MANIFEST_NAME + ".tmp"
@@ -39,16 +46,8 @@ MANIFEST_FORMAT = 1
 HF_DOWNLOAD_DIR = os.path.join(".cache", "huggingface", "download")
 # Files at most this large are always hashed (config, tokenizer, index...).
 SMALL_FILE = 16 * 1024 * 1024
-CHUNK = 4 * 1024 * 1024
 INCOMPLETE_RE = re.compile(r"[^.]+\.(?P<etag>[^.]+)\.incomplete", re.ASCII)
 COMMIT_RE = re.compile(r"[0-9a-f]{40}", re.ASCII)
-FILE_MODE = 0o644
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-class PathError(ValueError):
-    """A path that is not a plain relative path, or that leads outside its directory."""
 
 
 def is_commit(value):
@@ -84,65 +83,10 @@ def stat_key(path):
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _inside(path, base):
-    return path == base or path.startswith(base.rstrip(os.sep) + os.sep)
-
-
-def check_relpath(relpath):
-    """Refuse what is not a plain relative path (absolute, '..', NUL, empty); return it unchanged."""
-    if not isinstance(relpath, str):
-        raise PathError("%r is not a path (a string is needed)" % (relpath,))
-    if not relpath or "\x00" in relpath:
-        raise PathError("%r is not a usable relative path" % (relpath,))
-    if relpath.startswith("/") or relpath.startswith("\\"):
-        raise PathError("absolute path in repository listing: %s" % relpath)
-    parts = relpath.replace("\\", "/").split("/")
-    if ".." in parts:
-        raise PathError("path leaves the model directory: %s" % relpath)
-    if all(part in ("", ".") for part in parts):
-        raise PathError("%r names the directory itself, not a file in it" % (relpath,))
-    return relpath
-
-
-def safe_join(root, relpath):
-    """root/relpath, refusing paths that leave root, by their text or through a symbolic link.
-
-    The text must be a relative path without '..'; and what it resolves to
-    (``realpath``: every symbolic link followed, those not created yet
-    included) must lie inside what root resolves to. Returns the joined path
-    (not resolved). Raises PathError otherwise.
-    """
-    check_relpath(relpath)
-    root = os.path.abspath(root)
-    joined = os.path.normpath(os.path.join(root, relpath))
-    if joined == root or not _inside(joined, root):
-        raise PathError("path leaves the model directory: %s" % relpath)
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(joined)
-    if real == real_root or not _inside(real, real_root):
-        raise PathError(
-            "%s leads outside the directory %s through a symbolic link (it resolves to %s); "
-            "nothing there is read, written or deleted: remove the link" % (relpath, root, real))
-    return joined
-
-
 def metadata_path(root, relpath):
     """The hf client's metadata file of relpath, checked to lie inside root."""
     check_relpath(relpath)
     return safe_join(root, HF_DOWNLOAD_DIR + "/" + relpath + ".metadata")
-
-
-def _read_text_nofollow(path):
-    """The text of the plain file at path; None when absent, unreadable or a symbolic link."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
-    except (IOError, OSError):
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read().decode("utf-8")
-    except (IOError, OSError, ValueError):
-        return None
 
 
 def read_manifest(root):
@@ -245,18 +189,6 @@ def classify_incomplete(root, files, needed_paths):
         else:
             stale.append(rel)
     return resumable, stale
-
-
-def free_bytes(path):
-    """Free bytes for an unprivileged writer on the filesystem that holds path (or its nearest existing parent)."""
-    probe = os.path.abspath(path)
-    while not os.path.exists(probe):
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    st = os.statvfs(probe)
-    return st.f_bavail * st.f_frsize
 
 
 def read_json(path):
@@ -383,75 +315,6 @@ def inspect(root, files, checksum="auto", expected_model_types=None, seed_from=N
         "stats": stats,
         "previous_manifest": previous,
     }
-
-
-def _remove(path):
-    """Unlink path itself (a symbolic link is removed, never followed); False when it was absent."""
-    try:
-        os.unlink(path)
-        return True
-    except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            return False
-        raise
-
-
-def _makedirs_inside(root, path):
-    """Create path and its parents; PathError when it then resolves outside root."""
-    if not os.path.isdir(path):
-        os.makedirs(path)
-    if not _inside(os.path.realpath(path), os.path.realpath(root)):
-        raise PathError("%s leads outside the directory %s through a symbolic link" % (path, root))
-
-
-def create_file(path, data, mode=FILE_MODE):
-    """Create path as a new plain file holding data (bytes), with mode set on it.
-
-    O_CREAT|O_EXCL|O_NOFOLLOW: an existing file or symbolic link at path makes
-    this fail (EEXIST or ELOOP) instead of writing through it. The mode is set
-    explicitly (the umask may have narrowed it), and only on the file created here.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, mode)
-    try:
-        os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-    except BaseException:
-        os.close(fd)
-        _remove(path)
-        raise
-    os.close(fd)
-
-
-def _copy_new(source, dest):
-    """Copy source to dest, a new plain file (never written through a link), with source's mode and times."""
-    st = os.stat(source)
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, st.st_mode & 0o777)
-    try:
-        os.fchmod(fd, st.st_mode & 0o777)
-        with open(source, "rb") as handle:
-            for block in iter(lambda: handle.read(CHUNK), b""):
-                view = memoryview(block)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
-    except BaseException:
-        os.close(fd)
-        _remove(dest)
-        raise
-    os.close(fd)
-
-
-def _link_or_copy(root, source, dest):
-    _makedirs_inside(root, os.path.dirname(dest))
-    _remove(dest)
-    try:
-        os.link(source, dest)
-    except OSError:
-        _copy_new(source, dest)
 
 
 def prepare(root, files, report, seed_from=None):

@@ -13,13 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-
-def _dict(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value):
-    return "" if value is None else str(value).strip()
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, text as _text
 
 
 def gpus_known(facts):

@@ -108,7 +108,13 @@ def _kill_group(proc):
 
 
 def _group_alive(pgid):
-    if pgid is None:
+    """Whether process group pgid still has a member (one we may not signal counts: EPERM).
+
+    The guard: anything but a positive int (None when the group could not be read, a pgid read back from a
+    job file that is missing or bad) is no group, and is never signalled: 0 or a negative pgid would name the
+    caller's own group or another one. run_logged uses this one too.
+    """
+    if not isinstance(pgid, int) or pgid <= 0:
         return False
     try:
         os.killpg(pgid, 0)

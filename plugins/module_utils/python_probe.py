@@ -17,6 +17,7 @@ import json
 import os
 import re
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import existing_ancestor, free_bytes
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 
 # A probe prints its result as one JSON object on a line starting with MARK
@@ -192,16 +193,11 @@ def mount_point(path):
 
 def disk_space(path):
     """{path, checked, mount, free_gb} of the filesystem path is (or would be) on: its deepest existing ancestor."""
-    checked = os.path.abspath(path)
-    while not os.path.exists(checked):
-        parent = os.path.dirname(checked)
-        if parent == checked:
-            break
-        checked = parent
+    checked = existing_ancestor(path)
     try:
-        stats = os.statvfs(checked)
+        free = free_bytes(checked, nearest_existing=False)
     except OSError as exc:
         return {"path": path, "checked": checked, "mount": None, "free_gb": None,
                 "error": "cannot read the free space of %s: %s" % (checked, exc.strerror or exc)}
     return {"path": path, "checked": checked, "mount": mount_point(checked),
-            "free_gb": round(stats.f_bavail * stats.f_frsize / _GIB, 1), "error": None}
+            "free_gb": round(free / _GIB, 1), "error": None}

@@ -116,11 +116,18 @@ def mask_credentials(text, secrets=()):
     return text  # pragma: no cover - the loop always reaches a fixed point
 
 
-def has_credentials(url):
-    """True when url carries userinfo (``scheme://user[:password]@host``)."""
+def has_credentials(url, loose=False):
+    """True when url carries userinfo (``scheme://user[:password]@host``).
+
+    ``loose`` counts any other "@" too: an scp-like git URL (``user@host:path``), a ``user:password@host``
+    without a scheme, an "@" in a path or a query. That is the rule a play's ``no_log`` uses on a URL that
+    nothing has checked yet (the test ``gpufleet.llm_stack.has_credentials`` exposes both).
+    """
     if url is None:
         return False
     text = _as_text(url).strip()
+    if loose and "@" in text:
+        return True
     try:
         parts = urlsplit(text)
         netloc = parts.netloc

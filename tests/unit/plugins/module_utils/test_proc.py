@@ -165,3 +165,10 @@ def test_killed_by_signal_is_described():
                                    "decode_errors"])
 def test_result_has_the_agreed_fields(field):
     assert field in run(["true"], timeout=5).as_dict()
+
+
+def test_group_alive_guard_and_own_group():
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import run_logged
+    assert run_logged._group_alive is proc._group_alive
+    assert not any(proc._group_alive(pgid) for pgid in (None, 0, -1, "12", 1.5))
+    assert proc._group_alive(os.getpgid(0))

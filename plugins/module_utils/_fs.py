@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private: the collection's one free-space rule (hf_local.free_bytes and python_probe.disk_space use it).
+
+Not part of the public API.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+
+def existing_ancestor(path):
+    """The absolute path, or its deepest existing ancestor when it does not exist (yet)."""
+    probe = os.path.abspath(path)
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    return probe
+
+
+def free_bytes(path, nearest_existing=True):
+    """Free bytes for an unprivileged writer on the filesystem that holds path.
+
+    With ``nearest_existing`` (the default) a path that does not exist is measured at its deepest existing
+    ancestor; without it, path itself is measured. Raises OSError when the filesystem cannot be read.
+    """
+    st = os.statvfs(existing_ancestor(path) if nearest_existing else path)
+    return st.f_bavail * st.f_frsize
