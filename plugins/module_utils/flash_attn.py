@@ -13,7 +13,10 @@ exception (except a caller passing the wrong types, a bug of the role).
 
 The arch list is parsed by ``cuda_arch`` alone; flash-attn's sm80 floor is
 ``compat_matrix.FLASH_ATTN_MIN_ARCH``; URL credentials are found and masked
-by ``secrets``.
+by ``secrets``. The arch list in force, CUDA_HOME and the jobs rule are
+``_build_env``'s (shared with vLLM's build); the role's variables are read in
+``_flash_attn_inputs`` and the check of the installed package is
+``_flash_attn_check``: their names are re-exported here.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,12 +25,13 @@ __metaclass__ = type
 
 import hashlib
 import json
-import math
 import re
-import shlex
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import (
+    as_bool as _bool,
+    as_dict as _dict,
+    text as _text,
+)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat_matrix import FLASH_ATTN_MIN_ARCH
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import (
     ArchError,
@@ -35,9 +39,43 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch impor
     caps_of,
     parse_cap,
 )
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known, host_gpus as read_host_gpus
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import has_credentials, mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_build import entry_name, installed_wheel
+# The build environment shared with vLLM's build, the role's variables and the check, re-exported: callers name
+# them flash_attn.X.
+# pylint: disable=unused-import
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._build_env import (  # noqa: F401
+    DEFAULT_AVAILABLE_MB,
+    DEFAULT_CUDA_HOME,
+    DEFAULT_PATH,
+    MAX_NVCC_THREADS,
+    arch_in_force,
+    available_gb,
+    cuda_home,
+    host_gpus,
+    jobs,
+    plan_jobs,
+    vcpus,
+)
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._flash_attn_check import (  # noqa: F401
+    CHECK_MARK,
+    check_command,
+    check_result,
+)
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._flash_attn_inputs import (  # noqa: F401
+    ARCH_SCOPES,
+    BELOW_SM80,
+    INPUTS,
+    SOURCES,
+    VERIFY,
+    FlashAttnError,
+    checked_inputs,
+    no_log,
+    read_inputs,
+    read_torch,
+)
+# pylint: enable=unused-import
 
 # FA2's setup.py (flash-attn 2.8.3, cuda_archs() and the gencode list)
 # emits one cubin per target it knows: sm_80 always, sm_90 with CUDA >=
@@ -48,10 +86,6 @@ FA2_TARGETS = (80, 90, 100, 120)
 # A cubin for X.0 runs on every X.y GPU, so one target per major suffices.
 FA2_MIN_CAP = parse_cap(FLASH_ATTN_MIN_ARCH)
 
-SOURCES = ("sdist", "git")
-BELOW_SM80 = ("skip", "fail")
-ARCH_SCOPES = ("host", "group")
-VERIFY = ("always", "changed", "never")
 
 # Where the arch list in force came from, and the variable a fix names.
 ARCH_SOURCES = {
@@ -60,89 +94,14 @@ ARCH_SOURCES = {
     "gpus": "the host's GPUs",
 }
 
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-DEFAULT_CUDA_HOME = "/usr/local/cuda"
-# Used when the memory facts are missing (no fact gathering): a safe floor.
-DEFAULT_AVAILABLE_MB = 4096
-# nvcc threads per job are capped here: FA2 splits its work per arch target.
-MAX_NVCC_THREADS = 4
-
-CHECK_MARK = "FLASH_ATTN_CHECK "
 # The distribution wheel_build builds and names the cache entries after.
 DISTRIBUTION = "flash-attn"
 
-_REQUIREMENT_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(==[A-Za-z0-9.+!_-]+)?", re.ASCII)
-_WHOLE_RE = re.compile(r"[0-9]{1,9}", re.ASCII)
-_NUMBER_RE = re.compile(r"[0-9]+(\.[0-9]+)?", re.ASCII)
 _LABEL_UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class FlashAttnError(TypeError):
-    """The role passed something of the wrong shape (a bug of the caller, not of the inventory)."""
-
-
-# --- small readers ---------------------------------------------------------
-
-def _text(value):
-    return "" if value is None else str(value).strip()
-
-
-def _whole(value, variable, errors, fix):
-    """A whole number >= 0 from an int or a string of digits; records an error otherwise."""
-    text = "" if isinstance(value, bool) else _text(value)
-    if (isinstance(value, int) and not isinstance(value, bool) and value >= 0) or _WHOLE_RE.fullmatch(text):
-        return int(text)
-    errors.append("%s=%s is not a whole number. Fix: %s" % (variable, value, fix))
-    return 0
-
-
-def _positive(value, variable, errors, fix):
-    """A number > 0 from a number or a string; records an error otherwise."""
-    text = "" if isinstance(value, bool) else _text(value)
-    if (isinstance(value, (int, float)) and not isinstance(value, bool)) or _NUMBER_RE.fullmatch(text):
-        number = float(text)
-        if number > 0 and math.isfinite(number):
-            return number
-    errors.append("%s=%s is not a positive number. Fix: %s" % (variable, value, fix))
-    return None
-
-
-def _bool(value):
-    try:
-        return boolean(value, strict=True)
-    except TypeError:
-        return False
-
-
-def _dict(value):
-    return value if isinstance(value, dict) else {}
-
-
 # --- the arch list and FA2's targets ---------------------------------------
-
-def host_gpus(facts):
-    """(count, compute caps) of the host: preflight's contract when set, else gpu_facts' facts (module_utils/host_gpus)."""
-    gpus = read_host_gpus(facts)
-    return gpus["count"], gpus["compute_caps"]
-
-
-def arch_in_force(variable, facts=None):
-    """(arch list text, source): the variable, else preflight's list, else the host's GPUs ('' without any).
-
-    source is a key of ARCH_SOURCES, or '' when there is no list at all.
-    """
-    text = _text(variable)
-    if text:
-        return text, "variable"
-    host = _dict(facts).get("llm_stack_host")
-    if isinstance(host, dict) and _text(host.get("arch_list")):
-        # preflight's list is the GPUs' own unless the inventory overrode it
-        return _text(host.get("arch_list")), "gpus" if host.get("arch_list_source") == "gpus" else "preflight"
-    dummy, caps = host_gpus(facts)
-    if caps:
-        return ";".join(caps), "gpus"
-    return "", ""
-
+# The arch list in force is _build_env.arch_in_force (the text as given here); host_gpus is (count, caps).
 
 def fa2_target(cap):
     """FA2's build target for a compute capability: one per major ('8.6' -> 80, '12.1' -> 120)."""
@@ -282,70 +241,7 @@ def build_label(version, source, git_ref, torch, python_abi, targets, test_host)
     return label
 
 
-# --- resources -------------------------------------------------------------
-
-def available_gb(facts):
-    """Memory available to the build in GB, rounded down to 0.1: memory_mb.nocache.free, else memfree_mb."""
-    facts = _dict(facts)
-    free_mb = _dict(_dict(facts.get("memory_mb")).get("nocache")).get("free")
-    if free_mb is None:
-        free_mb = facts.get("memfree_mb")
-    try:
-        free_mb = float(free_mb)
-    except (TypeError, ValueError):
-        free_mb = DEFAULT_AVAILABLE_MB
-    return math.floor(free_mb / 1024.0 * 10) / 10
-
-
-def vcpus(facts):
-    try:
-        return max(int(_dict(facts).get("processor_vcpus") or 1), 1)
-    except (TypeError, ValueError):
-        return 1
-
-
-def jobs(cpus, free_gb, gb_per_thread, n_targets, max_jobs=0, nvcc_threads=0):
-    """(MAX_JOBS, NVCC_THREADS) for a builder.
-
-    The builder affords min(vCPUs, free GB / GB per nvcc thread) threads (at
-    least 1). NVCC_THREADS is one per arch target, at most 4, within that
-    budget; MAX_JOBS is the budget divided by NVCC_THREADS. A value > 0
-    given for either is taken as it is.
-    """
-    budget = max(min(cpus, int(free_gb / gb_per_thread)), 1)
-    threads = nvcc_threads if nvcc_threads > 0 else max(min(n_targets, MAX_NVCC_THREADS, budget), 1)
-    count = max_jobs if max_jobs > 0 else max(budget // threads, 1)
-    return count, threads
-
-
-# --- toolkit and environments ----------------------------------------------
-
-def cuda_home(override, facts=None, nvcc=None, cuda_version=None):
-    """(CUDA_HOME, where it came from) for the build.
-
-    flash_attn_build_cuda_home when set; else preflight's llm_stack_host.cuda.home; else, from the nvcc_facts
-    result given (never a fact left by another task), the toolkit of the pinned CUDA release (exact version,
-    then major.minor), else the one its nvcc belongs to; else /usr/local/cuda.
-    """
-    if _text(override):
-        return _text(override), "flash_attn_build_cuda_home"
-    host = _dict(facts).get("llm_stack_host")
-    if isinstance(host, dict) and _text(_dict(host.get("cuda")).get("home")):
-        return _text(_dict(host.get("cuda")).get("home")), "llm_stack_host.cuda.home"
-    nvcc = _dict(nvcc)
-    toolkits = [t for t in nvcc.get("cuda_toolkits") or [] if isinstance(t, dict) and t.get("path")]
-    wanted = _text(cuda_version)
-    release = ".".join(wanted.split(".")[:2])
-    for match in (lambda t: _text(t.get("version")) == wanted,
-                  lambda t: _text(t.get("release") or t.get("version")) == release):
-        found = [t["path"] for t in toolkits if wanted and match(t)]
-        if found:
-            return found[-1], "nvcc_facts (CUDA %s)" % wanted
-    nvcc_path = _text(nvcc.get("nvcc_path"))
-    if nvcc_path.endswith("/bin/nvcc"):
-        return nvcc_path[:-len("/bin/nvcc")] or "/", "nvcc_facts (nvcc_path)"
-    return DEFAULT_CUDA_HOME, "default"
-
+# --- environments ----------------------------------------------------------
 
 def pip_environment(wheelhouse, wheelhouse_dest, index_url):
     """pip's environment: the pushed wheelhouse alone, else the index, else pip's own configuration."""
@@ -377,163 +273,7 @@ def build_environment(pip_env, targets, venv, home, test_host, path=None):
     return env
 
 
-# --- inputs ----------------------------------------------------------------
-
-INPUTS = {
-    # key: (variable, default)
-    "version": ("flash_attn_build_version", ""),
-    "source": ("flash_attn_build_source", "sdist"),
-    "git_url": ("flash_attn_build_git_url", ""),
-    "git_ref": ("flash_attn_build_git_ref", ""),
-    "venv": ("flash_attn_build_venv", ""),
-    "arch_list": ("flash_attn_build_arch_list", ""),
-    "arch_scope": ("flash_attn_build_arch_scope", "host"),
-    "below_sm80": ("flash_attn_build_below_sm80", "skip"),
-    "max_jobs": ("flash_attn_build_max_jobs", 0),
-    "nvcc_threads": ("flash_attn_build_nvcc_threads", 0),
-    "gb_per_nvcc_thread": ("flash_attn_build_gb_per_nvcc_thread", 5.0),
-    "cuda_home": ("flash_attn_build_cuda_home", ""),
-    "cuda_version": ("llm_stack_cuda_version", ""),
-    "cache_dir": ("flash_attn_build_cache_dir", ""),
-    "wheel_dir": ("flash_attn_build_wheel_dir", ""),
-    "index_url": ("flash_attn_build_index_url", ""),
-    "wheelhouse": ("flash_attn_build_wheelhouse", ""),
-    "wheelhouse_dest": ("flash_attn_build_wheelhouse_dest", ""),
-    "build_requirements": ("flash_attn_build_build_requirements", []),
-    "runtime_requirements": ("flash_attn_build_runtime_requirements", []),
-    "verify": ("flash_attn_build_verify", "changed"),
-    "check_tolerance": ("flash_attn_build_check_tolerance", 0.01),
-    "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
-    "hostname": ("inventory_hostname", ""),
-}
-
-
-def read_inputs(inputs):
-    """The role's variables, checked: (values, errors, gated). Every message names the variable and the fix.
-
-    errors: what only this role checks (scope, verify, jobs, the cache, the
-    venv, the git source). gated: what the gate (stack_compat, part
-    flash_attn) checks as well (requirement formats). The gate alone checks
-    the flash-attn version, the source and below_sm80 choices and the
-    wheelhouse.
-    """
-    if not isinstance(inputs, dict):
-        raise FlashAttnError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
-    unknown = sorted(set(inputs) - set(INPUTS))
-    if unknown:
-        raise FlashAttnError("unknown input(s): %s (known: %s)" % (", ".join(unknown), ", ".join(sorted(INPUTS))))
-    v = dict((key, inputs.get(key, default)) for key, (dummy, default) in INPUTS.items())
-    errors, gated = [], []
-    for key, choices in (("arch_scope", ARCH_SCOPES), ("verify", VERIFY)):
-        if _text(v[key]) not in choices:
-            errors.append("%s=%s. Fix: use %s." % (INPUTS[key][0], v[key], " or ".join(choices)))
-    fix = "whole numbers, 0 to derive them from the builder's vCPUs and RAM"
-    v["max_jobs"] = _whole(v["max_jobs"], INPUTS["max_jobs"][0], errors, fix)
-    v["nvcc_threads"] = _whole(v["nvcc_threads"], INPUTS["nvcc_threads"][0], errors, fix)
-    v["gb_per_nvcc_thread"] = _positive(v["gb_per_nvcc_thread"], INPUTS["gb_per_nvcc_thread"][0], errors,
-                                        "a positive number of GB of RAM per nvcc thread, such as 5.0") or 5.0
-    v["check_tolerance"] = _positive(v["check_tolerance"], INPUTS["check_tolerance"][0], errors,
-                                     "a positive number, such as 0.01") or 0.01
-    if not _text(v["cache_dir"]):
-        errors.append("flash_attn_build_cache_dir is empty. Fix: set it (or llm_stack_controller_cache) to a"
-                      " directory on the controller.")
-    if not _text(v["venv"]):
-        errors.append("flash_attn_build_venv is empty. Fix: set it (or llm_stack_venv) to the venv with the"
-                      " stack's torch.")
-    if not _text(v["wheel_dir"]).startswith("/"):
-        errors.append("flash_attn_build_wheel_dir=%r is not an absolute path. Fix: set it (default"
-                      " llm_stack_prefix/wheels) to a directory on the host." % _text(v["wheel_dir"])[:120])
-    for key in ("build_requirements", "runtime_requirements"):
-        value = v[key]
-        if not isinstance(value, (list, tuple)):
-            errors.append("%s=%s is not a list. Fix: a list of exact pins or bare names (ninja, einops==0.8.2)."
-                          % (INPUTS[key][0], value))
-            v[key] = []
-            continue
-        bad = [item for item in value if not isinstance(item, str) or not _REQUIREMENT_RE.fullmatch(item.strip())]
-        if bad:
-            gated.append("%s has %s. Fix: exact pins or bare names only (ninja, einops==0.8.2)."
-                         % (INPUTS[key][0], ", ".join(repr(item) for item in bad)))
-        v[key] = [item.strip() for item in value if item not in bad]
-    if _text(v["source"]) == "git":
-        for key in ("git_url", "git_ref"):
-            if not _text(v[key]) or re.search(r"\s", _text(v[key])):
-                errors.append("%s=%r with flash_attn_build_source=git. Fix: the repository URL and a tag, branch"
-                              " or commit (a commit is the reproducible choice), without spaces."
-                              % (INPUTS[key][0], v[key]))
-    v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
-    for key in ("version", "source", "git_url", "git_ref", "venv", "arch_list", "arch_scope", "below_sm80",
-                "cuda_home", "cuda_version", "cache_dir", "wheel_dir", "index_url", "wheelhouse", "wheelhouse_dest",
-                "verify",
-                "hostname"):
-        v[key] = _text(v[key])
-    return v, errors, gated
-
-
-# --- the venv's torch ------------------------------------------------------
-
-def read_torch(result):
-    """What a torch_info result says about the venv: {venv_exists, torch, python_abi, unmet, installed_url, error}.
-
-    error is None when the venv has a torch to build against (version, CUDA build and C++11 ABI known).
-    """
-    result = _dict(result)
-    info = _dict(result.get("info"))
-    torch = info.get("torch")
-    venv_exists = bool(info.get("venv_exists"))
-    python = _dict(info.get("python"))
-    dist = _dict(_dict(info.get("distributions")).get("flash-attn"))
-    url = _dict(dist.get("direct_url")).get("url") or ""
-    error = None
-    if not venv_exists:
-        error = "no venv"
-    elif not isinstance(torch, dict):
-        error = "torch not installed"
-    elif torch.get("error"):
-        error = _text(torch.get("error"))
-    elif torch.get("cxx11_abi") is None:
-        error = "torch's C++11 ABI is not known"
-    return {
-        "venv_exists": venv_exists,
-        "torch": torch if isinstance(torch, dict) else None,
-        "python_abi": _text(python.get("abi_tag")),
-        "unmet": [_text(item) for item in result.get("unmet") or []],
-        "installed_url": _text(url),
-        "error": error,
-    }
-
-
 # --- the plan --------------------------------------------------------------
-
-def checked_inputs(inputs):
-    """(values, errors, gated) as read_inputs gives them, or as an earlier plan of the host carries them.
-
-    A plan is taken as it is (its ``inputs`` and ``input_problems``): the role plans again with what it read on
-    the host without reading its variables again, each of which Ansible renders from its template at every reading.
-    """
-    if isinstance(inputs, dict) and "input_problems" in inputs:
-        values, problems = inputs.get("inputs"), inputs.get("input_problems")
-        if not isinstance(values, dict) or not isinstance(problems, dict) or \
-                not all(isinstance(problems.get(key), list) for key in ("errors", "gated")):
-            raise FlashAttnError("an earlier plan needs its inputs (a dict) and input_problems (errors and gated,"
-                                 " lists); make it with this filter")
-        return dict(values), list(problems["errors"]), list(problems["gated"])
-    return read_inputs(inputs)
-
-
-def no_log(inputs):
-    """Whether the plan, and each task that acts on it, stays out of the logs.
-
-    True when the index URL, or for a git source the repository URL, carries credentials. inputs: the role's
-    variables (only index_url, source and git_url are read) or a plan.
-    """
-    if not isinstance(inputs, dict):
-        raise FlashAttnError("the inputs must be a dict of the role's variables, got %s" % type(inputs).__name__)
-    if "input_problems" in inputs:
-        return bool(inputs.get("no_log"))
-    return has_credentials(_text(inputs.get("index_url", ""))) or (
-        _text(inputs.get("source", "sdist")) == "git" and has_credentials(_text(inputs.get("git_url", ""))))
-
 
 def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     """The flash-attn build plan of one host.
@@ -753,12 +493,8 @@ def with_jobs(build_plan, facts=None):
     """
     if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
         raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn_build_plan(torch=...))")
-    cpus, free_gb = vcpus(facts), available_gb(facts)
-    per_thread = float(build_plan.get("gb_per_nvcc_thread") or 5.0)
-    max_jobs, threads = jobs(cpus, free_gb, per_thread, len(build_plan["targets"]),
-                             int(build_plan.get("max_jobs") or 0), int(build_plan.get("nvcc_threads") or 0))
-    env = dict(build_plan["environment"])
-    env.update(MAX_JOBS=str(max_jobs), NVCC_THREADS=str(threads))
+    job = plan_jobs(build_plan, facts, 5.0, len(build_plan["targets"]))
+    env = job["environment"]
     torch = _dict(build_plan.get("torch"))
     if build_plan.get("cpu_only_test_host"):
         toolkit = "CPU-only test path: FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE, no CUDA kernels"
@@ -768,65 +504,8 @@ def with_jobs(build_plan, facts=None):
         "flash-attn %s (%s) against torch %s" % (build_plan.get("version"), build_plan.get("source_id"),
                                                  torch.get("version")),
         "FLASH_ATTN_CUDA_ARCHS=%s TORCH_CUDA_ARCH_LIST=%s" % (env["FLASH_ATTN_CUDA_ARCHS"], env["TORCH_CUDA_ARCH_LIST"]),
-        "MAX_JOBS=%d NVCC_THREADS=%d (%d vCPUs, %s GB available, %s GB per nvcc thread)"
-        % (max_jobs, threads, cpus, free_gb, per_thread),
+        job["line"],
         toolkit,
     ]
-    return {"environment": env, "log_header": header, "max_jobs": max_jobs, "nvcc_threads": threads,
-            "vcpus": cpus, "available_gb": free_gb}
-
-
-# --- the check of the installed package ------------------------------------
-
-def check_command(v, gpu_count, gpu_targets, targets, home):
-    """{cmd, title} of files/flash_attn_check.py for this host.
-
-    The kernels checked are the host's own GPUs' targets (what its wheel must
-    hold), or the build targets on a host without GPUs of sm80 or newer (a
-    build host), which then runs no forward pass.
-    """
-    usable = gpu_count if gpu_targets else 0
-    archs = gpu_targets if usable else targets
-    argv = ["flash_attn_check.py", "--expect-version", v["version"], "--archs", ",".join(str(t) for t in archs),
-            "--gpus", str(usable), "--tolerance", str(v["check_tolerance"])]
-    argv += ["--cpu-only-test-host"] if v["cpu_only_test_host"] else ["--cuda-home", home]
-    title = "Check flash-attn: import"
-    if gpu_targets:
-        title += ", kernels for sm" + ";sm".join(str(t) for t in gpu_targets)
-    if usable:
-        title += ", a forward pass on GPU 0"
-    return {"cmd": " ".join(shlex.quote(arg) for arg in argv), "title": title}
-
-
-def check_result(stdout, rc=None, stderr=""):
-    """What files/flash_attn_check.py printed: its JSON line, with ok, summary and failure added.
-
-    summary: the success message; failure: the problems, or why there was no result.
-    """
-    found = None
-    for line in _text(stdout).splitlines():
-        if line.startswith(CHECK_MARK):
-            try:
-                found = json.loads(line[len(CHECK_MARK):])
-            except ValueError:
-                found = None
-            break
-    if not isinstance(found, dict):
-        tail = _text(stderr)[-800:]
-        return {"ok": False, "version": None, "elf_archs": [], "forward_max_abs_err": None, "skipped": [],
-                "problems": [], "summary": "",
-                "failure": "the check printed no result (exit %s): %s" % ("?" if rc is None else rc, tail)}
-    res = dict(found)
-    res.setdefault("problems", [])
-    res.setdefault("skipped", [])
-    res.setdefault("elf_archs", [])
-    res.setdefault("forward_max_abs_err", None)
-    res["ok"] = bool(res.get("ok")) and not res["problems"]
-    summary = "flash-attn %s works" % (res.get("version") or "?")
-    if res["elf_archs"]:
-        summary += " (kernels: sm%s)" % ", sm".join(str(a) for a in res["elf_archs"])
-    if res["forward_max_abs_err"] is not None:
-        summary += " (forward max abs error %s)" % res["forward_max_abs_err"]
-    res["summary"] = summary + "."
-    res["failure"] = "; ".join(str(p) for p in res["problems"]) or ("" if res["ok"] else "the check failed")
-    return res
+    return {"environment": env, "log_header": header, "max_jobs": job["max_jobs"], "nvcc_threads": job["nvcc_threads"],
+            "vcpus": job["vcpus"], "available_gb": job["available_gb"]}
