@@ -14,7 +14,7 @@ import re
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError, satisfies
 
-
+# Option of stack_compat -> the variable a user sets (or the fact it comes from).
 VARIABLES = {
     "gpus": "gpu_compute_caps",
     "driver_version": "gpu_driver_version",
