@@ -18,6 +18,10 @@ so preflight passes exactly where no role's own validation refuses. Each
 part is one function ``part_<name>(p, params, report)``. Nothing here
 changes anything; the only reads are ``stat``/``listdir`` of controller
 paths given in the options (the module runs on the controller).
+
+The parts are defined in private modules (``_gate_parts_host``, ``_gate_parts_toolkit``, ``_gate_parts_python``,
+``_gate_parts_vllm``, with what they share in ``_gate_common``) and run by ``_gate_core.evaluate``; every name
+is imported here, where the plugins and the tests import it.
 """
 
 from __future__ import absolute_import, division, print_function
