@@ -32,6 +32,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvcc as nvcc_utils
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._checksum import parse_checksum
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run as proc_run
 
 MANAGED_MARKER = "Managed by Ansible (gpufleet.llm_stack.cuda_toolkit)"
@@ -48,8 +49,6 @@ _ABS_RE = re.compile(r"/\S*")
 _ABS_FILE_RE = re.compile(r"/\S*[^/\s]")
 _FLAG_RE = re.compile(r"--\S+")
 _RESERVED_RE = re.compile(r"--(?:%s)(?:=.*)?" % "|".join(RESERVED_FLAGS), re.DOTALL)
-_CHECKSUM_RE = re.compile(r"(?P<algorithm>md5|sha256):(?P<digest>[0-9a-fA-F]+)", re.ASCII)
-_DIGEST_LENGTH = {"md5": 32, "sha256": 64}
 MIB = 1024 * 1024
 _CUDART_LINE_RE = re.compile(r"^\s*(?P<name>libcudart\.so\.\d+)\s+\([^)]*\)\s+=>\s+(?P<path>\S.*?)\s*$")
 
@@ -290,18 +289,18 @@ def check_install(params, check_mode=False):
     size = out["size"] = os.path.getsize(runfile)
     wanted = (params.get("runfile_checksum") or "").strip()
     if wanted:
-        match = _CHECKSUM_RE.fullmatch(wanted)
-        if not match or len(match.group("digest")) != _DIGEST_LENGTH[match.group("algorithm")]:
+        parsed = parse_checksum(wanted)
+        if parsed is None:
             errors.append("cuda_toolkit_runfile_checksum is %r; write it as \"sha256:<64 hex digits>\" or"
                           " \"md5:<32 hex digits>\"." % wanted)
         else:
-            out["algorithm"] = match.group("algorithm")
+            out["algorithm"], digest = parsed
             try:
                 out["checksum"] = file_digest(runfile, out["algorithm"])
             except (OSError, ValueError) as exc:
                 errors.append("cannot compute the %s of %s: %s." % (out["algorithm"], runfile, exc))
             else:
-                out["checksum_ok"] = out["checksum"] == match.group("digest").lower()
+                out["checksum_ok"] = out["checksum"] == digest.lower()
                 if not out["checksum_ok"]:
                     errors.append("%s has %s %s, which did not match cuda_toolkit_runfile_checksum (%s): it is not the"
                                   " file the checksum describes (a damaged or different download, or the wrong file on"

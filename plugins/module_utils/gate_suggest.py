@@ -41,8 +41,11 @@ __metaclass__ = type
 
 import os
 
+# The gate's evaluation, not gate itself (gate imports this module): the imports form no cycle.
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _gate_core
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat_matrix as M
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import str_text as _text
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import PINS, StackInputError
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import (
     Version,
@@ -131,10 +134,6 @@ UNFIXABLE = frozenset((
 
 # Errors fixed by a step the suggested block names (a runfile to download, its checksum), never by a pin.
 STEP_RULES = frozenset(("cuda-runfile-src", "cuda-runfile-checksum"))
-
-
-def _text(value):
-    return value.strip() if isinstance(value, str) else ""
 
 
 class Runfiles(object):
@@ -321,11 +320,10 @@ _HOST_KEYS = {
 def host_view(params):
     """The options, with what the role gates' inputs know of the host: the options of a part this call does not run
     come from the role gate that runs it; host_pythons from any of them where this call has none."""
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
     view = dict(params)
     parts = list(params.get("parts") or [])
     taken = set(parts)
-    for inputs in gate.role_gate_inputs(params):
+    for inputs in _gate_core.role_gate_inputs(params):
         theirs = list(inputs.get("parts") or [])
         for part, keys in _HOST_KEYS.items():
             if part in theirs and part not in taken:
@@ -400,10 +398,9 @@ def _adjust(params, p, stack):
 
 def candidate_params(params, p, stack):
     """The gate's options for a candidate stack on the same host (role gates' inputs adjusted alike)."""
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
     trial = _adjust(params, p, stack)
     gates = []
-    for inputs in gate.role_gate_inputs(params):
+    for inputs in _gate_core.role_gate_inputs(params):
         role_p = compat.validate(inputs)
         merged = dict(inputs)
         if not merged.get("host_pythons") and params.get("host_pythons"):
@@ -416,9 +413,8 @@ def candidate_params(params, p, stack):
 def passes(params):
     """True when the gate finds no error for these options but those of STEP_RULES (a runfile to download, its
     checksum: the suggested block names them)."""
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import gate
     try:
-        dummy, problems = gate.evaluate(params)
+        dummy, problems = _gate_core.evaluate(params)
     except StackInputError:
         return False
     return passes_but_for_steps(problems)
