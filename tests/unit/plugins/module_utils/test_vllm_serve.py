@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import text as read_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm_serve")
@@ -325,7 +326,7 @@ def test_env_file_key_reads_back_as_written_or_is_refused(tail):
             V.env_file_text(plan(), key)
         return
     text = V.env_file_text(plan(), key)
-    assert V.read_env_key(text) == V._text(key)
+    assert V.read_env_key(text) == read_text(key)
 
 
 def test_read_env_key_splits_on_newline_only():

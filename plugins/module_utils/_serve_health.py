@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Private: the health gate's verdict and its readings of the server's answers: part of vllm_serve,
+which re-exports these names."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict
+
+
+def health_verdict(checks):
+    """The gate's verdict from its checks: {ok, failed: [names], summary}.
+
+    checks: dict of name -> {ok, detail}; the names are health, models,
+    completion, unauthenticated.
+    """
+    checks = _dict(checks)
+    order = ("health", "models", "completion", "unauthenticated")
+    failed = [name for name in order if not _dict(checks.get(name)).get("ok")]
+    details = ["%s: %s" % (name, _dict(checks.get(name)).get("detail") or "not reached") for name in order]
+    return {"ok": not failed, "failed": failed, "summary": "; ".join(details)}
+
+
+def models_lists(body, served):
+    """True when a /v1/models answer lists the served name."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return False
+    entries = _dict(data).get("data")
+    if not isinstance(entries, list):
+        return False
+    return any(_dict(entry).get("id") == served for entry in entries)
+
+
+def completion_ok(body):
+    """(ok, detail) for a /v1/completions answer: at least one choice with text."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return False, "the answer is not JSON"
+    choices = _dict(data).get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(_dict(choices[0]).get("text"), str):
+        return False, "the answer has no choices"
+    usage = _dict(_dict(data).get("usage"))
+    return True, "%s completion token(s)" % usage.get("completion_tokens", "?")
