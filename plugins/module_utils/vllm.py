@@ -272,8 +272,7 @@ def plan(inputs, facts=None, probe=None, commit=None):
     home, home_source = (None, None)
     if v["target_device"] == "cuda":
         # The build's toolkit; for the wheel method only where cuobjdump lists the installed kernels.
-        # (The source of an override is named flash_attn_build_cuda_home, as vLLM's plans have always said.)
-        home, home_source = cuda_home(v["cuda_home"], facts, None, v["cuda_version"], "flash_attn_build_cuda_home")
+        home, home_source = cuda_home(v["cuda_home"], facts, None, v["cuda_version"], "vllm_source_cuda_home")
     pip_env = pip_environment(v["index_url"], v["wheelhouse"], v["find_links"])
     source_args = pip_source_args(v["index_url"], v["wheelhouse"], v["wheelhouse_dest"], v["find_links"])
     python = v["venv"] + "/bin/python"

@@ -562,3 +562,8 @@ def test_two_hosts_of_one_key_elect_one_builder_through_wheel_build():
     request = installed["wheel_build_request"]
     assert request["installed_url"] == url
     assert W.plan(request, cached=[])["installed"]
+
+
+def test_a_cuda_home_override_is_named_by_its_own_variable():
+    plan = V.plan(inputs(cuda_home="/opt/cuda-13.0", cuda_version="13.0.2", distribution="vllm"), probe=probe())
+    assert (plan["cuda_home"], plan["cuda_home_source"]) == ("/opt/cuda-13.0", "vllm_source_cuda_home")
