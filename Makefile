@@ -15,7 +15,7 @@
 #                    diff and render docs/compat-matrix.md (tests/matrix/refresh.py)
 #   make vllm-options  record the options of `vllm serve` of every vLLM release of
 #                    the matrix from its wheel on the package index into
-#                    plugins/module_utils/vllm_options.py (tests/vllm/record_options.py;
+#                    plugins/module_utils/_vllm_options_recorded.py (tests/vllm/record_options.py;
 #                    needs the vLLM scenario's wheelhouses)
 #
 # Each step is a script under tests/ci/ and can be run alone; `make test`
@@ -119,7 +119,7 @@ matrix: venv collection
 		python tests/unit/compat_doc.py >docs/compat-matrix.md
 
 # Reads the package index (network, a wheel of 240 to 430 MB per release, kept in
-# .cache/vllm-options); changes only vllm_options.py's generated block.
+# .cache/vllm-options); changes only the generated block of _vllm_options_recorded.py.
 vllm-options: venv collection
 	@source $(CI)/lib.sh && use_venv && python tests/vllm/record_options.py
 
