@@ -14,6 +14,11 @@ provably dead (module_utils/fleet_lock.py, ``holder_is_dead``: its process
 is gone or is another process now), it runs the module once more with that
 holder's record as I(dead_holder), which moves exactly that lock aside and
 takes it: a killed build does not hold its key until the lock is stale.
+
+It returns the module's answer as it is: for C(publish), RV(ledger_outcome)
+is the result word (C(built) or C(refused)) of the cache host's ledger line,
+computed in module_utils/fleet_lock.py (``ledger_outcome``), which the
+builder's own ledger records too.
 """
 
 from __future__ import absolute_import, division, print_function

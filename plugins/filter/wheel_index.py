@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the fleet's package index; documentation in wheel_index_filename.yml,
-wheel_index_problems.yml and wheel_index_server_problems.yml next to this file. The rules are in
+wheel_index_problems.yml, wheel_index_server_problems.yml and wheel_index_server_warnings.yml next to this file. The rules are in
 module_utils/wheel_index.py.
 
 Each filter imports its module_utils when it runs: to find one filter of the collection, Ansible loads every filter
@@ -46,10 +46,20 @@ def wheel_index_server_problems(settings):
         raise AnsibleFilterError("wheel_index_server_problems: %s" % exc)
 
 
+def wheel_index_server_warnings(settings):
+    """The warnings on the cache host's index settings ([] when none): the index listening on every address."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+    try:
+        return wheel_index.server_warnings(settings)
+    except wheel_index.WheelIndexError as exc:
+        raise AnsibleFilterError("wheel_index_server_warnings: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "wheel_index_filename": wheel_index_filename,
             "wheel_index_problems": wheel_index_problems,
             "wheel_index_server_problems": wheel_index_server_problems,
+            "wheel_index_server_warnings": wheel_index_server_warnings,
         }

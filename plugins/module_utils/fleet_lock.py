@@ -372,8 +372,15 @@ def _place(incoming, packages_dir, filename):
             os.unlink(tmp)
 
 
+def ledger_outcome(published):
+    """The result word of the ledger line of a publish: 'built' when this build's wheel is the key's (published),
+    'refused' when the key keeps the wheel it had (the builder's host records the same word in its own ledger)."""
+    return "built" if published else "refused"
+
+
 def publish(ledger, packages_dir, incoming, builder_sha256, record):
-    """Publish the lock holder's wheel of one key, under the ledger's flock. Returns {published, wheel, msg}.
+    """Publish the lock holder's wheel of one key, under the ledger's flock. Returns {published, ledger_outcome, wheel,
+    msg}; ledger_outcome is the result word of the ledger line written (ledger_outcome()).
 
     incoming: the wheel as it reached the cache host (from the builder through
     the controller), its file name the name on the index. builder_sha256: the
@@ -404,19 +411,21 @@ def publish(ledger, packages_dir, incoming, builder_sha256, record):
         current = recorded_wheel(read_ledger(ledger), entry)
         if current and os.path.isfile(os.path.join(packages_dir, current["wheel"])):
             if current["wheel"] == filename and current["sha256"] == got:
-                locked.append(dict(record, result="built", wheel=filename, sha256=got))
-                return {"published": True, "wheel": current, "msg": "the index has this wheel of %s already" % entry}
+                locked.append(dict(record, result=ledger_outcome(True), wheel=filename, sha256=got))
+                return {"published": True, "ledger_outcome": ledger_outcome(True), "wheel": current,
+                        "msg": "the index has this wheel of %s already" % entry}
             why = ("key %s has its wheel already: %s (sha256 %s), built on %s (job %s, finished %s); one key has one "
                    "wheel, which is never replaced. This build's %s (sha256 %s) was not published; the hosts of the "
                    "key install the recorded wheel." % (entry, current["wheel"], current["sha256"], current.get("host") or "?",
                                                         current.get("job") or "-", current.get("finished") or "?",
                                                         filename, got))
-            locked.append(dict(record, result="refused", wheel=filename, sha256=got, error=why))
-            return {"published": False, "wheel": current, "msg": why}
+            locked.append(dict(record, result=ledger_outcome(False), wheel=filename, sha256=got, error=why))
+            return {"published": False, "ledger_outcome": ledger_outcome(False), "wheel": current, "msg": why}
         _place(incoming, packages_dir, filename)
-        line = dict(record, result="built", wheel=filename, sha256=got)
+        line = dict(record, result=ledger_outcome(True), wheel=filename, sha256=got)
         locked.append(line)
-    return {"published": True, "wheel": line, "msg": "published %s (sha256 %s)" % (filename, got)}
+    return {"published": True, "ledger_outcome": ledger_outcome(True), "wheel": line,
+            "msg": "published %s (sha256 %s)" % (filename, got)}
 
 
 def decide(wheel_found, lock):

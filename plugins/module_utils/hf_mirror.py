@@ -26,13 +26,14 @@ from urllib.parse import urlsplit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_download import as_number
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_index import listen_warning, path_abnormality, \
+    path_problem, service_user_problem
 
 # Characters no value written into olah.toml or the unit may hold: quotes and backslashes end or escape a TOML
 # string; a line break or another control character starts a new TOML key or systemd directive.
 UNSAFE_RE = re.compile(r'["\\\x00-\x1f\x7f]')
 # What systemd expands in a unit: % (specifiers: %h, %n, ...) in every line, $ (variables) on ExecStart=.
 UNIT_EXPANDED_RE = re.compile(r"[%$]")
-USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}", re.ASCII)
 # systemd unit names: ASCII letters, digits and ':-_.', not starting with '-' or '.'.
 UNIT_RE = re.compile(r"[A-Za-z0-9_:][A-Za-z0-9_:.-]{0,200}", re.ASCII)
 # What olah 0.5.4's convert_to_bytes (olah/utils/disk_utils.py) reads as the size written: a whole number, then one
@@ -136,10 +137,7 @@ def problems(settings):
         add("hf_mirror_metadata_cache_ttl is %s: set it to a number of seconds (0 or more)."
             % _shown(settings["metadata_cache_ttl"]))
 
-    user = settings["user"]
-    if not isinstance(user, str) or not USER_RE.fullmatch(user):
-        add("hf_mirror_user is '%s': set it to a system user name (lower-case letters, digits, '_' and '-', "
-            "at most 32, starting with a letter or '_'), e.g. hf-mirror." % _shown(user))
+    add(service_user_problem("hf_mirror_user", settings["user"], "hf-mirror", "'%s'" % _shown(settings["user"])))
 
     unit = settings["service_name"]
     if not isinstance(unit, str) or not UNIT_RE.fullmatch(unit) or unit.endswith(".service"):
@@ -161,11 +159,15 @@ def problems(settings):
             add("hf_mirror_%s is '%s': systemd expands %% in the unit (a specifier such as %%h) and $ on its "
                 "ExecStart= line (a variable), so the service would use another path. Set it to an absolute path "
                 "without %% or $." % (option, _shown(path)))
+        elif path_abnormality(path):
+            add(path_problem("hf_mirror_" + option, path, "'%s'" % _shown(path)))
 
     repos = settings["git_repos_dir"]
     if _unsafe(repos, spaces_ok=True) or (repos and not repos.startswith("/")):
         add("hf_mirror_git_repos_dir is '%s': set it to an absolute path without quotes, backslashes or line "
             "breaks, or leave it empty." % _shown(repos))
+    elif repos and path_abnormality(repos):
+        add(path_problem("hf_mirror_git_repos_dir", repos, "'%s'" % _shown(repos)))
 
     offline = settings["offline"]
     if not isinstance(offline, bool):
@@ -174,6 +176,18 @@ def problems(settings):
         add("hf_mirror_offline is true but hf_mirror_git_repos_dir is empty: an offline mirror needs local git "
             "repositories to serve; set hf_mirror_git_repos_dir, or hf_mirror_offline: false.")
     return found
+
+
+def warnings(settings):
+    """What the hf_mirror role's variables allow that the fleet does not need ([] when nothing).
+
+    settings: listen_host (hf_mirror_listen_host) and url (hf_mirror_url, the URL the fleet reaches the mirror at).
+    """
+    if not isinstance(settings, dict):
+        raise TypeError("the settings must be a dict of the hf_mirror_* variables")
+    warning = listen_warning(settings.get("listen_host"), "hf_mirror_listen_host", settings.get("url"), "hf_mirror_url",
+                             "the mirror")
+    return [warning] if warning else []
 
 
 def mount_of(mounts, path):

@@ -13,7 +13,11 @@ when it installs, so every key's wheel sits on the index side by side.
 * ``download_problem``: what an installing host says when the file it
   downloaded is not the one the cache host's ledger recorded (the builder's).
 * ``config_problems``, ``server_problems``: the settings of the fleet and of
-  the cache host.
+  the cache host; ``server_warnings``: what the cache host's settings allow
+  that the fleet does not need (the index listening on every address).
+* ``path_abnormality``, ``service_user_problem``, ``listen_warning``: the
+  checks of a directory, a service user and a listen address that the cache
+  host's roles share (fleet_cache here, hf_mirror in module_utils/hf_mirror.py).
 
 The index takes no uploads: the cache host puts each wheel into its packages
 directory itself (module_utils/fleet_lock.py, ``publish``), and its ledger,
@@ -24,8 +28,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import os
+import posixpath
 import re
+from urllib.parse import urlsplit
 
 _HEX12 = re.compile(r"^[0-9a-f]{12}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -39,6 +46,12 @@ _UNIT_PATH_BAD = re.compile(r"[\s\x00-\x1f\x7f%$\"'\\]")
 # The cache host's directories the unit names: settings key, the inventory variable.
 _UNIT_DIRS = (("data_dir", "fleet_cache_data_dir (llm_stack_cache_data_dir)"), ("venv", "fleet_cache_venv"),
               ("config_dir", "fleet_cache_config_dir"), ("log_dir", "fleet_cache_log_dir"))
+# The cache host's other directories (not in the unit): settings key, the inventory variable.
+_HOST_DIRS = (("prefix", "fleet_cache_prefix"), ("wheelhouse_dest", "fleet_cache_wheelhouse_dest"))
+# A system user name as Debian's useradd takes it without --badname (at most 32 characters).
+_USER = re.compile(r"[a-z_][a-z0-9_-]*[$]?")
+# Listen addresses that mean every address of the host.
+_EVERY_ADDRESS = ("0.0.0.0", "::")
 
 
 class WheelIndexError(ValueError):
@@ -125,15 +138,82 @@ def config_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=
     return problems
 
 
+def path_abnormality(path):
+    """Why path is not an absolute, normalized path other than / ('' when it is one).
+
+    Normalized: no '..' or '.' component, no '//' and no trailing '/' (what posixpath.normpath would change).
+    """
+    if not isinstance(path, str) or not path.startswith("/"):
+        return "it is not an absolute path"
+    if path == "/":
+        return "it is / itself"
+    parts = path.split("/")[1:]
+    if ".." in parts:
+        return "it has a '..' component"
+    if "." in parts:
+        return "it has a '.' component"
+    if "//" in path:
+        return "it has '//'"
+    if path.endswith("/"):
+        return "it ends in '/'"
+    return "" if posixpath.normpath(path) == path else "it is not normalized"
+
+
+def path_problem(variable, path, shown=None):
+    """'' when path is an absolute, normalized directory other than /; else the message naming variable and the fix."""
+    why = path_abnormality(path)
+    if not why:
+        return ""
+    return ("%s is %s: %s. Fix: set it to the directory written out in full, an absolute path without '..' or '.' "
+            "components, '//' or a trailing '/', and not / itself." % (variable, shown or repr(path), why))
+
+
+def service_user_problem(variable, user, example, shown=None):
+    """'' when user can be the system user a cache host's service runs as; else the message naming variable and the fix.
+
+    A name Debian's useradd takes without --badname (lower-case letters, digits, '_' and '-', starting with a letter
+    or '_', an optional '$' at the end, at most 32 characters), and not root: the service takes files from the
+    network or serves them to the fleet.
+    """
+    shown = shown or repr(user)
+    if user == "root":
+        return ("%s is 'root': the service serves files to the whole fleet and must not run as root. Fix: set it to "
+                "a system user of its own, e.g. %s." % (variable, example))
+    if not isinstance(user, str) or len(user) > 32 or not _USER.fullmatch(user):
+        return ("%s is %s: set it to a system user name (lower-case letters, digits, '_' and '-', starting with a "
+                "letter or '_', an optional '$' at the end, at most 32 characters), e.g. %s." % (variable, shown, example))
+    return ""
+
+
+def listen_warning(listen_host, listen_var, url, url_var, service):
+    """'' unless the service listens on every address (0.0.0.0 or ::) while the fleet reaches it at one IP address.
+
+    url: the URL the fleet uses (url_var); a host name there is not judged (it may resolve to several addresses).
+    The warning says what else the service listens on and names listen_var and the value to set.
+    """
+    if listen_host not in _EVERY_ADDRESS or not isinstance(url, str):
+        return ""
+    try:
+        address = ipaddress.ip_address(urlsplit(url.strip()).hostname or "")
+    except ValueError:
+        return ""
+    if address.is_unspecified or (listen_host == "0.0.0.0" and address.version != 4):
+        return ""
+    return ("%s is '%s': %s listens on every interface of this host, but the fleet reaches it at %s only (%s). Set %s: "
+            "\"%s\" so that it listens on that address alone." % (listen_var, listen_host, service, address, url_var,
+                                                                  listen_var, address))
+
+
 def server_problems(settings):
     """What is wrong with the cache host's settings of the index (role fleet_cache), [] when nothing.
 
     settings: port, listen_host, data_dir, wheelhouse (a controller
     directory, or empty), tls_cert and tls_key (controller files, both or
     neither), workers and threads (gunicorn's), venv, config_dir and log_dir (directories on the cache host that
-    the unit names, as data_dir does; each left out is not checked) and service_mgr (the ansible_facts value;
-    None when facts were not gathered, taken as systemd). Each message names the variable and the
-    fix.
+    the unit names, as data_dir does; each left out is not checked), prefix and wheelhouse_dest (the cache host's
+    other directories), user (the index's system user; each left out is not checked) and service_mgr (the
+    ansible_facts value; None when facts were not gathered, taken as systemd). Each directory on the cache host
+    must be absolute and normalized (path_abnormality). Each message names the variable and the fix.
     """
     if not isinstance(settings, dict):
         raise WheelIndexError("server_problems needs a dict of the fleet_cache settings")
@@ -155,6 +235,16 @@ def server_problems(settings):
             problems.append("%s is %r: set it to an absolute directory on the cache host without white space, quotes,"
                             " backslashes, %% or $ (the index's systemd unit names it, and systemd expands %% as a"
                             " specifier such as %%h and $ as a variable)." % (variable, value[:120]))
+        elif path_abnormality(value):
+            problems.append(path_problem(variable, value, repr(value[:120])))
+    for key, variable in _HOST_DIRS:
+        value = settings.get(key)
+        if value is not None and path_abnormality(str(value)):
+            problems.append(path_problem(variable, str(value), repr(str(value)[:120])))
+    if "user" in settings:
+        problem = service_user_problem("fleet_cache_user", settings["user"], "fleet-index")
+        if problem:
+            problems.append(problem)
     wheelhouse = settings.get("wheelhouse")
     wheelhouse = "" if wheelhouse is None else str(wheelhouse)
     if wheelhouse and not (wheelhouse.startswith("/") and not re.search(r"[\s\x00-\x1f]", wheelhouse)):
@@ -179,6 +269,19 @@ def server_problems(settings):
         problems.append("fleet_cache runs the index under systemd; PID 1 of this host is %s. Fix: a cache host that "
                         "runs systemd." % service_mgr)
     return problems
+
+
+def server_warnings(settings):
+    """What the cache host's index settings allow that the fleet does not need ([] when nothing).
+
+    settings: listen_host (fleet_cache_index_listen_host) and index_url (llm_stack_wheel_index_url, the URL the
+    fleet uses; empty or missing: no warning).
+    """
+    if not isinstance(settings, dict):
+        raise WheelIndexError("server_warnings needs a dict of the fleet_cache settings")
+    warning = listen_warning(settings.get("listen_host"), "fleet_cache_index_listen_host", settings.get("index_url"),
+                             "llm_stack_wheel_index_url", "the index")
+    return [warning] if warning else []
 
 
 def check_download(entry, wheel, got_sha256, cache_host=""):

@@ -168,6 +168,14 @@ published:
   description: C(publish) put this build's wheel on the index (false when the key keeps its recorded wheel).
   returned: publish
   type: bool
+ledger_outcome:
+  description:
+    - The result word of the ledger line C(publish) wrote for this build, for the builder's own ledger to record the
+      same - C(built) (RV(published) true) or C(refused) (the key keeps its recorded wheel). In check mode, where
+      nothing is published or recorded, C(refused).
+  returned: publish
+  type: str
+  sample: built
 holder:
   description: The owner record of the lock (null when the key is not locked).
   returned: always
@@ -249,8 +257,8 @@ def publish(module, p, owner):
     if not os.path.isfile(p["incoming"]):
         module.fail_json(msg="the wheel to publish, %s, is not on the cache host" % p["incoming"], holder=holder)
     if module.check_mode:
-        module.exit_json(changed=True, published=False, released=False, holder=holder, wheel=look(p),
-                         msg="check mode: nothing published")
+        module.exit_json(changed=True, published=False, ledger_outcome=L.ledger_outcome(False), released=False,
+                         holder=holder, wheel=look(p), msg="check mode: nothing published")
     record = line(p, owner)
     sha = record.pop("sha256", "")
     try:
@@ -262,8 +270,8 @@ def publish(module, p, owner):
     wheel = L.index_wheel(p["packages_dir"], p["index_url"], done["wheel"])
     if not done["published"]:
         module.warn(done["msg"])
-    module.exit_json(changed=True, published=done["published"], released=released, holder=holder, wheel=wheel,
-                     msg=done["msg"])
+    module.exit_json(changed=True, published=done["published"], ledger_outcome=done["ledger_outcome"],
+                     released=released, holder=holder, wheel=wheel, msg=done["msg"])
 
 
 def main():

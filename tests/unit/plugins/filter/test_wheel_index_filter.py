@@ -44,3 +44,20 @@ def test_server_problems():
     assert "fleet_cache_index_port" in F["wheel_index_server_problems"](dict(settings, port=99999))[0]
     with pytest.raises(AnsibleFilterError):
         F["wheel_index_server_problems"]("8080")
+
+
+def test_server_problems_of_the_user_and_the_directories():
+    settings = {"port": 8080, "listen_host": "0.0.0.0", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
+                "tls_cert": "", "tls_key": "", "service_mgr": "", "user": "fleet-index", "prefix": "/opt/fleet-cache",
+                "wheelhouse_dest": "/opt/fleet-cache/wheelhouse"}
+    assert F["wheel_index_server_problems"](settings) == []
+    found = F["wheel_index_server_problems"](dict(settings, user="root", data_dir="/var/lib/../fleet-cache"))
+    assert [p.split(" ")[0] for p in found] == ["fleet_cache_data_dir", "fleet_cache_user"]
+
+
+def test_server_warnings():
+    assert F["wheel_index_server_warnings"]({"listen_host": "0.0.0.0", "index_url": "https://cache-1:8080"}) == []
+    found = F["wheel_index_server_warnings"]({"listen_host": "0.0.0.0", "index_url": "https://10.0.0.5:8080"})
+    assert len(found) == 1 and "fleet_cache_index_listen_host" in found[0] and "10.0.0.5" in found[0]
+    with pytest.raises(AnsibleFilterError, match="wheel_index_server_warnings"):
+        F["wheel_index_server_warnings"](["0.0.0.0"])

@@ -287,6 +287,19 @@ def test_an_unrecorded_file_of_the_name_is_replaced(tmp_path, index):
     assert open(os.path.join(packages, WHEEL), "rb").read() == b"PK built on a"
 
 
+def test_ledger_outcome_is_the_word_of_the_line_publish_writes(tmp_path, index):
+    """publish returns the result word of the ledger line it wrote; the builder's host records that word itself."""
+    assert (L.ledger_outcome(True), L.ledger_outcome(False)) == ("built", "refused")
+    ledger, packages = index
+    outcomes = []
+    for host, content in (("a", b"PK first build"), ("b", b"PK first build"), ("c", b"PK another build")):
+        path, sha = incoming(tmp_path, content)
+        done = L.publish(ledger, packages, path, sha, record(host))
+        outcomes.append((done["published"], done["ledger_outcome"], L.read_ledger(ledger)[-1]["result"]))
+    # a's wheel is published; b's is the same file (the index has it already); c's is refused, the key keeps a's
+    assert outcomes == [(True, "built", "built"), (True, "built", "built"), (False, "refused", "refused")]
+
+
 def test_recorded_wheel_needs_a_wheel_and_a_sha256():
     records = [dict(record(), result="built", wheel=WHEEL, sha256="1" * 64),
                dict(record(), result="built", wheel=WHEEL),

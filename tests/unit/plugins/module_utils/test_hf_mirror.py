@@ -258,3 +258,76 @@ def test_cache_size_limit_auto_reads_the_filesystem_first():
     with pytest.raises(TypeError, match="set hf_mirror_cache_size_limit to a size"):
         M.cache_size_limit("auto", [], "/var/lib/hf-mirror", "stat: cannot read file system information")
     assert FilterModule().filters()["hf_mirror_cache_size_limit"]("auto", [], "/x", "512 4194304") == "1G"
+
+
+# --- Directories are absolute and normalized; the service user is one, and not root ---
+
+@pytest.mark.parametrize("option", M.PATH_OPTIONS + ("git_repos_dir",))
+@pytest.mark.parametrize("value, why", [
+    ("/var/lib/../../etc", "'..' component"), ("/srv/hf/..", "'..' component"), ("/srv/./hf", "'.' component"),
+    ("/srv//hf", "'//'"), ("//srv/hf", "'//'"), ("/srv/hf/", "ends in '/'"), ("/", "it is / itself"),
+])
+def test_a_path_that_is_not_normalized_or_is_the_root_is_refused(option, value, why):
+    found = problems_for(**{option: value})
+    assert len(found) == 1, found
+    assert found[0].startswith("hf_mirror_%s is '%s': " % (option, value)) and why in found[0].split(". Fix: ")[0]
+    assert "Fix: set it to the directory written out in full" in found[0]
+
+
+def test_normalized_paths_pass():
+    assert problems_for(prefix="/srv/hf..mirror", venv="/srv/.venv", cache_dir="/data/hf-mirror/cache.d",
+                        git_repos_dir="/srv/hf repos") == []
+
+
+@pytest.mark.parametrize("user", ["hf-mirror", "_hf", "hf$", "a" * 32, "a" * 31 + "$"])
+def test_a_system_user_name_passes(user):
+    assert problems_for(user=user) == []
+
+
+@pytest.mark.parametrize("user", ["a" * 33, "a$b", "hf.mirror", "HF", "7hf", "", None, "hf\n"])
+def test_what_no_system_user_can_be_named_is_refused(user):
+    found = problems_for(user=user)
+    assert len(found) == 1 and found[0].startswith("hf_mirror_user is ") and "system user name" in found[0]
+    assert "e.g. hf-mirror" in found[0] and "\n" not in found[0]
+
+
+def test_the_mirror_does_not_run_as_root():
+    found = problems_for(user="root")
+    assert found == ["hf_mirror_user is 'root': the service serves files to the whole fleet and must not run as root. "
+                     "Fix: set it to a system user of its own, e.g. hf-mirror."]
+
+
+# --- Listening on every address while the fleet reaches the mirror at one: a warning ---
+
+WARNINGS = FilterModule().filters()["hf_mirror_warnings"]
+
+
+@pytest.mark.parametrize("listen, url, address", [
+    ("0.0.0.0", "http://10.0.0.7:8090", "10.0.0.7"),
+    ("::", "https://[fd00::7]:8090", "fd00::7"),
+    ("0.0.0.0", "https://127.0.0.1:28918", "127.0.0.1"),
+])
+def test_listening_everywhere_for_one_address_is_a_warning(listen, url, address):
+    found = WARNINGS({"listen_host": listen, "url": url})
+    assert len(found) == 1 and found[0].startswith("hf_mirror_listen_host is '%s': the mirror listens on every interface"
+                                                   % listen)
+    assert "at %s only (hf_mirror_url)" % address in found[0] and 'Set hf_mirror_listen_host: "%s"' % address in found[0]
+    # it stops nothing
+    assert problems_for(listen_host=listen, url=url if url.startswith("http:") else "http://cache-1:8090") == []
+
+
+@pytest.mark.parametrize("listen, url", [
+    ("127.0.0.1", "http://127.0.0.1:28948"),
+    ("0.0.0.0", "http://cache-1:8090"),  # the role's default: a host name is not judged
+    ("0.0.0.0", "https://cache-01.example.internal:8090"),
+    ("10.0.0.7", "http://10.0.0.7:8090"),
+    ("0.0.0.0", None),
+])
+def test_no_warning(listen, url):
+    assert M.warnings({"listen_host": listen, "url": url}) == []
+    assert M.warnings(dict(GOOD)) == []
+
+
+def test_bad_input_to_the_warnings_filter():
+    with pytest.raises(AnsibleFilterError, match="hf_mirror_warnings: the settings must be a dict"):
+        WARNINGS("0.0.0.0")

@@ -182,3 +182,97 @@ def test_check_download_refuses_what_the_builder_did_not_build():
     for bad in (None, {}, {"sha256": "not-hex"}, dict(LEDGER_WHEEL, sha256=SHA.upper())):
         with pytest.raises(W.WheelIndexError):
             W.check_download(ENTRY, bad, SHA)
+
+
+# --- The cache host's directories are absolute and normalized; its service user is one, and not root ---
+
+ALL_DIRS = dict(UNIT_DIRS, prefix="fleet_cache_prefix", wheelhouse_dest="fleet_cache_wheelhouse_dest")
+
+
+@pytest.mark.parametrize("key", sorted(ALL_DIRS))
+@pytest.mark.parametrize("value, why", [
+    ("/var/lib/../../etc", "'..' component"), ("/srv/..", "'..' component"), ("/srv/./cache", "'.' component"),
+    ("/srv/cache/.", "'.' component"), ("/srv//cache", "'//'"), ("//srv/cache", "'//'"), ("/srv/cache/", "ends in '/'"),
+    ("/", "it is / itself"),
+])
+def test_a_directory_that_is_not_normalized_or_is_the_root_is_refused(key, value, why):
+    problems = W.server_problems(dict(SERVER, **{key: value}))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("%s is %r: " % (ALL_DIRS[key], value)) and why in problems[0].split(". Fix: ")[0]
+    assert "Fix: set it to the directory written out in full" in problems[0]
+    assert "'..' or '.'" in problems[0] and "not / itself" in problems[0]
+
+
+@pytest.mark.parametrize("path", ["/var/lib/fleet-cache", "/srv/..cache/x..", "/srv/.cache", "/opt/fleet-cache/venv",
+                                  "/a", "/srv/cache.d/x.y"])
+def test_normalized_directories_pass(path):
+    assert W.path_abnormality(path) == ""
+    assert W.server_problems(dict(SERVER, data_dir=path, venv=path, prefix=path, wheelhouse_dest=path)) == []
+
+
+@pytest.mark.parametrize("path", [None, 7, "", "relative/x", "./x", "../x"])
+def test_a_relative_path_is_not_absolute(path):
+    assert W.path_abnormality(path) == "it is not an absolute path"
+
+
+@given(st.lists(st.sampled_from(["a", "b.c", "..", ".", "", "x-y"]), min_size=1, max_size=6))
+def test_path_abnormality_agrees_with_normpath(parts):
+    path = "/" + "/".join(parts)
+    assert (W.path_abnormality(path) == "") == (path != "/" and os.path.normpath(path) == path and "//" not in path)
+
+
+@pytest.mark.parametrize("user", ["fleet-index", "_index", "fleet_index2", "idx$", "a" * 32, "a" * 31 + "$"])
+def test_a_system_user_name_passes(user):
+    assert W.server_problems(dict(SERVER, user=user)) == []
+
+
+@pytest.mark.parametrize("user", ["Fleet", "-x", "1index", "fleet index", "fleet.index", "a" * 33, "a$b", "idx$$",
+                                  "", None, 7, ["fleet-index"], "fleet-index\n", "fleet$\n"])
+def test_what_no_system_user_can_be_named_is_refused(user):
+    problems = W.server_problems(dict(SERVER, user=user))
+    assert len(problems) == 1 and problems[0].startswith("fleet_cache_user is %r: set it to a system user name" % (user,))
+    assert "at most 32 characters" in problems[0] and "e.g. fleet-index" in problems[0]
+
+
+def test_the_index_does_not_run_as_root():
+    problems = W.server_problems(dict(SERVER, user="root"))
+    assert len(problems) == 1 and problems[0].startswith("fleet_cache_user is 'root'")
+    assert "must not run as root" in problems[0] and "Fix: set it to a system user of its own" in problems[0]
+
+
+# --- Listening on every address while the fleet reaches the index at one: a warning ---
+
+@pytest.mark.parametrize("listen, url, address", [
+    ("0.0.0.0", "https://10.0.0.5:8080", "10.0.0.5"),
+    ("0.0.0.0", "http://127.0.0.1:28949", "127.0.0.1"),
+    ("::", "https://[fd00::5]:8080/", "fd00::5"),
+    ("::", "http://10.0.0.5:8080", "10.0.0.5"),
+])
+def test_listening_everywhere_for_one_address_is_a_warning(listen, url, address):
+    warnings = W.server_warnings({"listen_host": listen, "index_url": url})
+    assert len(warnings) == 1 and warnings[0].startswith("fleet_cache_index_listen_host is '%s': the index listens on every "
+                                                         "interface" % listen)
+    assert "at %s only (llm_stack_wheel_index_url)" % address in warnings[0]
+    assert 'Set fleet_cache_index_listen_host: "%s"' % address in warnings[0]
+    # a warning stops nothing: the same settings have no problem
+    assert W.server_problems(dict(SERVER, listen_host=listen)) == []
+
+
+@pytest.mark.parametrize("listen, url", [
+    ("10.0.0.5", "https://10.0.0.5:8080"),  # listens on the one address
+    ("127.0.0.1", "http://127.0.0.1:28949"),
+    ("0.0.0.0", "https://cache-01.example.internal:8080"),  # a host name may stand for several addresses
+    ("0.0.0.0", "https://[fd00::5]:8080"),  # 0.0.0.0 is IPv4 only: not this warning's business
+    ("0.0.0.0", "http://0.0.0.0:8080"),
+    ("0.0.0.0", ""),  # no index: the controller cache
+    ("0.0.0.0", None),
+    ("0.0.0.0", "not a url"),
+])
+def test_no_warning(listen, url):
+    assert W.server_warnings({"listen_host": listen, "index_url": url}) == []
+
+
+def test_server_warnings_needs_a_dict():
+    assert W.server_warnings({}) == []
+    with pytest.raises(W.WheelIndexError):
+        W.server_warnings("0.0.0.0")

@@ -128,6 +128,7 @@ def test_build_publish_then_every_host_installs_the_ledgers_wheel(run_module, ca
                                                            owner={"host": "a", "job": "1"},
                                                            record={"sha256": sha, "started": "s", "log": "/l"}))
     assert kind == "exit" and done["published"] and done["released"] and done["changed"]
+    assert done["ledger_outcome"] == "built"
     assert done["wheel"]["sha256"] == sha and not os.path.exists(path)
     line = json.loads((cache["tmp"] / "ledger.jsonl").read_text())
     assert (line["build_key"], line["host"], line["job"], line["result"], line["sha256"]) == (ENTRY, "a", "1", "built", sha)
@@ -183,6 +184,7 @@ def test_a_second_wheel_with_the_build_tag_is_refused_and_does_not_block_the_key
                                                                  owner={"host": "b", "job": "2"},
                                                                  record={"sha256": other}))
     assert kind == "exit" and done["published"] is False and done["released"] is True
+    assert done["ledger_outcome"] == "refused"
     assert done["wheel"]["sha256"] == sha and "one key has one wheel" in warnings[0]
     assert open(os.path.join(cache["packages"], TAGGED), "rb").read() == BUILT
     _k, query, _w = run_module(fleet_lock.main, lock_args(cache, state="acquire", may_build=True, owner={"host": "c"}))
@@ -240,6 +242,7 @@ def test_check_mode_takes_no_lock_and_publishes_nothing(run_module, cache):
     _k, result, _w = run_module(fleet_lock.main, lock_args(cache, state="publish", incoming=path, owner={"host": "a"},
                                                            record={"sha256": sha}, _ansible_check_mode=True))
     assert result["changed"] and not result["published"] and os.listdir(cache["packages"]) == []
+    assert result["ledger_outcome"] == "refused"
 
 
 def test_bad_requests(run_module, cache):
@@ -330,3 +333,24 @@ def test_a_holder_of_another_controller_is_waited_for(run_module, cache):
     # a task cannot name a holder to take over itself
     waiting, calls = run_action(dict(args, dead_holder=waiting["holder"]), run_module, proc)
     assert waiting["verdict"] == "wait" and "dead_holder" not in calls[0]
+
+
+def test_the_action_returns_the_ledger_word_of_publish(run_module, cache):
+    """wheel_build's publish.yml records fleet_lock's ledger_outcome in the builder's ledger: the cache host's word."""
+    proc = fake_proc(cache["tmp"] / "proc", {4242: 100})
+    result, _calls = run_action(lock_args(cache, state="acquire", may_build=True, owner={"host": "a", "job": "1"}),
+                                run_module, proc)
+    assert result["verdict"] == "build"
+    path, sha = arrive(cache)
+    result, _calls = run_action(lock_args(cache, state="publish", incoming=path, owner={"host": "a", "job": "1"},
+                                          record={"sha256": sha}), run_module, proc)
+    assert not result["failed"] and result["published"] and result["ledger_outcome"] == "built"
+    assert json.loads((cache["tmp"] / "ledger.jsonl").read_text())["result"] == result["ledger_outcome"]
+    # a second build of the key is refused, and says so in the same word as the cache host's ledger line
+    assert L.acquire(str(cache["tmp"] / "locks"), ENTRY, {"host": "b", "job": "2"}, 0)["acquired"]
+    path, other = arrive(cache, b"PK another build")
+    result, _calls = run_action(lock_args(cache, state="publish", incoming=path, owner={"host": "b", "job": "2"},
+                                          record={"sha256": other}), run_module, proc)
+    assert not result["failed"] and not result["published"] and result["ledger_outcome"] == "refused"
+    last = (cache["tmp"] / "ledger.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["result"] == "refused"
