@@ -316,6 +316,9 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
         "venv": v["venv"],
         "arch_scope": v["arch_scope"],
         "verify": v["verify"],
+        # When tasks/build.yml runs the checks: after an install of this run, and without one.
+        "verify_on_install": v["verify"] in ("always", "changed"),
+        "verify_without_install": v["verify"] == "always",
         "cpu_only_test_host": test_host,
         "arch_list": archs["arch_list"],
         "arch_list_source": archs["arch_list_source"],

@@ -258,6 +258,21 @@ def plan(inputs, facts=None, probe=None, commit=None):
     env.PATH); probe: the vllm_info result of the venv (None before it is read); commit: the commit the tag points to
     (source and precompiled, from git ls-remote). Never raises for bad values: see ``errors``.
     """
+    return with_verify(_plan(inputs, facts, probe, commit))
+
+
+def with_verify(result):
+    """The plan with when the checks run (verify.yml): verify_on_install, after an install of this run (verify
+    always or changed), and verify_without_install, without one (verify always, or changed where the venv's record
+    is missing, failed or stale); neither where the venv has no torch."""
+    torch_ok = result["torch_error"] is None
+    result["verify_on_install"] = torch_ok and result["verify"] in ("always", "changed")
+    result["verify_without_install"] = torch_ok and (
+        result["verify"] == "always" or (result["verify"] == "changed" and result["record_state"] not in (None, "current")))
+    return result
+
+
+def _plan(inputs, facts, probe, commit):
     facts = _dict(facts)
     v, errors = read_inputs(inputs, host_gpus(facts)["driver_version"])
     method = v["method"]

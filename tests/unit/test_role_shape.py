@@ -8,7 +8,11 @@
 - a role's vars/ holds data: its values are literals or one whole reference to a variable, never a filter,
   a test or a conditional;
 - a task file stays short (the target is about 120 lines; MAX_TASK_FILE_LINES is the hard limit), and
-  cuda_toolkit flows through five task files or fewer.
+  cuda_toolkit flows through five task files or fewer;
+- a conditional (when, that, until, changed_when, failed_when) in a role's tasks or handlers or a playbook holds
+  two clauses at most and no inline if/else: a longer one is a decision, a boolean of the plan or result the role
+  computes in Python, or a block with its own when. The few that stay are in CONDITIONALS_ALLOWED, with the reason
+  (the YAML says it too, on the line above).
 
 Each check is run on a small sample that breaks it first, so a scanner that finds nothing fails here.
 """
@@ -29,6 +33,16 @@ MAX_EXPRESSION_LINES = 3
 MAX_TASK_FILE_LINES = 130
 EXPRESSION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 PLAIN_REFERENCE = re.compile(r"^\{\{ *[A-Za-z_][A-Za-z0-9_]* *\}\}$")
+CONDITIONAL_KEYS = ("when", "that", "until", "changed_when", "failed_when")
+MAX_CLAUSES = 2
+# A quoted string, a word, or any other character: and/or inside quotes are text, not clauses.
+JINJA_TOKEN = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*|\S""", re.S)
+# (file, task name): why the conditional stays decision-shaped.
+CONDITIONALS_ALLOWED = {
+    ("roles/cuda_toolkit/tasks/install.yml", "Put /usr/local/cuda back as it was, unless it is to point at the new toolkit"):
+        "the always section of the installer's rescue block: whether the installer failed and what the new state"
+        " read are known only there, and a set_fact in always would run on the failure path too",
+}
 
 
 def yaml_files(*trees):
@@ -69,6 +83,47 @@ def vars_logic(document):
             if ("{{" in text or "{%" in text) and not PLAIN_REFERENCE.match(text.strip())]
 
 
+def clauses(expression):
+    """(clauses, inline_if) of one conditional: operands joined by and/or (parentheses count their inner ones)."""
+    if not isinstance(expression, str):
+        return 1, False
+    words = [token for token in JINJA_TOKEN.findall(expression) if token[0] not in "'\""]
+    return 1 + sum(1 for word in words if word in ("and", "or")), "if" in words
+
+
+def decisions(document, limit=MAX_CLAUSES):
+    """(task name, key, clauses) of each conditional with more than limit clauses or an inline if/else.
+
+    A when (until, changed_when, failed_when) list counts each item as a clause; each item of that is judged alone.
+    """
+    found = []
+
+    def walk(node, task):
+        if isinstance(node, list):
+            for item in node:
+                walk(item, task)
+        elif isinstance(node, dict):
+            task = node.get("name", task) if isinstance(node.get("name"), str) else task
+            for key, value in node.items():
+                if key in CONDITIONAL_KEYS:
+                    items = value if isinstance(value, list) else [value]
+                    for group in ([[item] for item in items] if key == "that" else [items]):
+                        counted = [clauses(item) for item in group]
+                        total = sum(count for count, dummy in counted)
+                        if total > limit or any(inline for dummy, inline in counted):
+                            found.append((task, key, total))
+                else:
+                    walk(value, task)
+
+    walk(document, None)
+    return found
+
+
+def conditional_files():
+    return [p for p in yaml_files("roles", "playbooks")
+            if relative(p).startswith("playbooks") or relative(p).split(os.sep)[2:3] in (["tasks"], ["handlers"])]
+
+
 class Loader(yaml.SafeLoader):
     """SafeLoader that reads Ansible's tags (!vault, !unsafe) as the plain scalars they tag."""
 
@@ -99,6 +154,37 @@ long: >-
     assert vars_logic({"x": "{{ a }}", "y": "{{ a | default(1) }}", "z": ["{{ 'a' if b else 'c' }}"], "w": 3}) == ["y", "z/0"]
 
 
+def test_the_conditional_scanner_finds_decisions():
+    bad = yaml.safe_load("""
+- name: Three clauses
+  ansible.builtin.debug:
+  when: a and (b or c)
+- name: A list of three
+  block:
+    - name: Inner
+      ansible.builtin.debug:
+      when: [a, b, not c]
+- name: Inline choice
+  ansible.builtin.assert:
+    that:
+      - "(x if y else z) | bool"
+      - a or b
+  changed_when: "'and or and' in out or c and d"
+""")
+    assert decisions(bad) == [("Three clauses", "when", 3), ("Inner", "when", 3), ("Inline choice", "that", 1),
+                              ("Inline choice", "changed_when", 3)]
+    good = yaml.safe_load("""
+- name: Two clauses, words in quotes
+  ansible.builtin.assert:
+    that: ["a or b", "c and d", "'x or y and z' in e"]
+  when: ["'a and b or c' in x", y]
+  failed_when: false
+  until: r.verdict | default('fail') != 'wait'
+""")
+    assert decisions(good) == []
+    assert clauses("a and b or (c and 'd or e')") == (4, False)
+
+
 def test_every_yaml_file_is_scanned():
     files = [relative(p) for p in yaml_files(*YAML_TREES)]
     assert "roles/cuda_toolkit/tasks/install.yml" in files and "playbooks/site.yml" in files
@@ -119,6 +205,28 @@ def test_role_vars_hold_data_only(path):
 def test_task_files_stay_short(path):
     with open(os.path.join(REPO, path)) as handle:
         assert len(handle.read().splitlines()) <= MAX_TASK_FILE_LINES
+
+
+def test_the_conditionals_are_scanned():
+    files = [relative(p) for p in conditional_files()]
+    assert {"roles/vllm_source/tasks/main.yml", "roles/vllm_serve/handlers/main.yml", "playbooks/site.yml"} <= set(files)
+    assert not [f for f in files if "/defaults/" in f or "/vars/" in f or "/meta/" in f]
+
+
+@pytest.mark.parametrize("path", [relative(p) for p in conditional_files()])
+def test_conditionals_hold_two_clauses_at_most(path):
+    found = [(path, task) for task, dummy, dummy2 in decisions(load(os.path.join(REPO, path)))]
+    assert [where for where in found if where not in CONDITIONALS_ALLOWED] == []
+    with open(os.path.join(REPO, path)) as handle:
+        text = handle.read()
+    for where in found:
+        # The YAML says why on the line above the conditional's task.
+        assert re.search(r"#[^\n]*\n *- name: %s\n" % re.escape(where[1]), text), where
+
+
+def test_the_allowed_conditionals_are_still_there():
+    for (path, task), reason in CONDITIONALS_ALLOWED.items():
+        assert reason and task in [t for t, dummy, dummy2 in decisions(load(os.path.join(REPO, path)))]
 
 
 def test_cuda_toolkit_flows_through_five_task_files_or_fewer():

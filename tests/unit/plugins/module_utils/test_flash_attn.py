@@ -162,6 +162,19 @@ def test_h200_rerun_finds_the_keys_wheel_installed_and_has_nothing_to_do():
                   with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url), H200_NVCC)["work"]
 
 
+@pytest.mark.parametrize("verify", ["always", "changed", "never", "sometimes"])
+def test_the_plan_says_when_the_checks_run(verify):
+    plan = F.plan(inputs(venv="/opt/torch/.venv", verify=verify), gpu_facts("h200"),
+                  probe("probe-h200-torch2.11.0-cu130.txt"), H200_NVCC)
+    assert (plan["verify_on_install"], plan["verify_without_install"]) == (
+        verify in ("always", "changed"), verify == "always")
+    for installed_before in (False, True):
+        # tasks/build.yml: a block under verify_on_install, verify.yml under verify_without_install or the install;
+        # before: verify == 'always' or (verify == 'changed' and not wheel_build_installed).
+        assert (plan["verify_on_install"] and (plan["verify_without_install"] or not installed_before)) == (
+            verify == "always" or (verify == "changed" and not installed_before))
+
+
 @pytest.mark.parametrize("url", [
     "",
     "file:///opt/llm-stack/wheels/flash-attn-2.8.3-torch2.11.0_cu130-cp312-cxx11abiTRUE-sm90-000000000000/f.whl",

@@ -474,6 +474,28 @@ def test_plan_carries_the_record_state_for_the_rerun():
     assert V.plan(inputs(), probe=probed(V.verdict(plan, probe(), after())["record"]))["record_state"] == "current"
 
 
+def old_verify_when(plan, installed):
+    """The condition verify.yml ran under before the plan said it (roles/vllm_source/tasks/main.yml)."""
+    return plan["torch_error"] is None and (plan["verify"] == "always" or (plan["verify"] == "changed" and (
+        installed or plan["record_state"] not in (None, "current"))))
+
+
+@pytest.mark.parametrize("verify", ["always", "changed", "never"])
+def test_the_plan_says_when_the_checks_run(verify):
+    plan = V.plan(inputs(verify=verify), probe=probe())
+    failed = V.plan(inputs(verify=verify), probe=probed(V.verdict(plan, probe(), after(registry=False))["record"]))
+    current = V.plan(inputs(verify=verify), probe=probed(V.verdict(plan, probe(), after())["record"]))
+    no_torch = V.plan(inputs(verify=verify), probe=probe(torch=None))
+    unread = V.plan(inputs(verify=verify))
+    assert (failed["verify_without_install"], current["verify_without_install"]) == (verify != "never", verify == "always")
+    assert failed["verify_on_install"] == current["verify_on_install"] == (verify != "never")
+    assert not no_torch["verify_on_install"] and not no_torch["verify_without_install"]
+    for each in (plan, failed, current, no_torch, unread):
+        for installed in (False, True):
+            # main.yml: a block under verify_on_install, verify.yml under verify_without_install or the install.
+            assert (each["verify_on_install"] and (each["verify_without_install"] or installed)) == old_verify_when(each, installed)
+
+
 def test_serve_refuses_a_failed_record_only():
     assert V.record_refusal({"record_ok": None}, "/v") == []
     assert V.record_refusal({"record_ok": True, "record_problems": []}, "/v") == []
