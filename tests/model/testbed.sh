@@ -2,7 +2,7 @@
 # TEST-ONLY. Builds, on the controller, what the qwen_model_fetch scenario
 # needs and keeps it under .cache/qwen_model_fetch (git-ignored):
 #   venv             torch (CPU), transformers and olah (tests/model/requirements.txt):
-#                    a symlink to the venv.<inputs>/ it was built in (below)
+#                    a symlink to the shared venv.<inputs>/ it was built in (below)
 #   repos/           the local git repository of the tiny random-weight
 #                    Qwen3.5 stand-in (tests/model/make_tiny_qwen.py)
 #   revisions.json   its commit SHAs and file digests
@@ -38,26 +38,42 @@ fi
 # built in a directory of its own, venv.<inputs>, and venv is a symlink that
 # one rename points at it when it is complete: a reader of venv never sees a
 # venv half built, and an interrupted build leaves the previous one in use.
+# The venv depends on the requirements and the Python alone, so the model
+# fixtures (qwen_model_fetch, testfleet-model, awx-model) share one, built
+# once under MODEL_FIXTURE_VENVS (default .cache/model-venvs) while its own
+# lock is held; each fixture's venv links to it.
+venvs="${MODEL_FIXTURE_VENVS:-${root}/.cache/model-venvs}"
+venvs="${venvs%/}"
 venv_id="$({ cat "${requirements}"; "${python}" -c 'import sys; print(sys.version)'; } | sha256sum | cut -c1-16)"
+shared="${venvs}/venv.${venv_id}"
+(
+    fixture_lock "${venvs}"
+    mkdir -p "${venvs}"
+    if [[ ! -f "${shared}/.complete" ]]; then
+        echo "==> fixture venv ${shared}"
+        rm -rf "${shared}"
+        "${python}" -m venv "${shared}"
+        "${shared}/bin/pip" install --quiet --disable-pip-version-check -r "${requirements}"
+        touch "${shared}/.complete"
+        for old in "${venvs}"/venv.*; do
+            [[ "${old}" == "${shared}" ]] || rm -rf "${old}"
+        done
+    fi
+)
 rebuilt=0
-if [[ "$(readlink "${venv}" || true)" != "venv.${venv_id}" || ! -f "${out}/venv.${venv_id}/.complete" ]]; then
-    echo "==> fixture venv ${venv} -> venv.${venv_id}"
-    rm -rf "${out}/venv.${venv_id}" "${out}/venv.new"
-    "${python}" -m venv "${out}/venv.${venv_id}"
-    "${out}/venv.${venv_id}/bin/pip" install --quiet --disable-pip-version-check -r "${requirements}"
-    touch "${out}/venv.${venv_id}/.complete"
-    ln -s "venv.${venv_id}" "${out}/venv.new"
-    # A venv of the older layout is a directory, which a rename cannot replace.
+if [[ "$(readlink "${venv}" || true)" != "${shared}" ]]; then
+    echo "==> fixture venv ${venv} -> ${shared}"
+    rm -f "${out}/venv.new"
+    ln -s "${shared}" "${out}/venv.new"
+    # A venv of the older layouts (a directory, or a link to venv.<inputs>
+    # of this fixture) is replaced by the link to the shared one.
     if [[ -d "${venv}" && ! -L "${venv}" ]]; then
         rm -rf "${venv}"
     fi
     mv -T "${out}/venv.new" "${venv}"
-    for old in "${out}"/venv.*; do
-        [[ "${old}" == "${out}/venv.${venv_id}" ]] || rm -rf "${old}"
-    done
+    rm -rf "${out}"/venv.[0-9a-f]*
     rebuilt=1
 fi
-
 stamp="${out}/revisions.json"
 if [[ "${rebuilt}" == 1 || ! -s "${stamp}" || "${generator}" -nt "${stamp}" || "${requirements}" -nt "${stamp}" ]]; then
     echo "==> tiny Qwen3.5 stand-in in ${out}/repos"
