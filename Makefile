@@ -21,8 +21,8 @@
 # Each step is a script under tests/ci/ and can be run alone; `make test`
 # runs venv engine images collection changelog in order, then the rest two
 # at a time (tests/ci/pool.sh, CI_JOBS=2), and prints how long each took:
-#   fixtures core-latest lint sanity unit build, then each molecule scenario
-#   and awx. fixtures builds the controller-side test fixtures, side by
+#   fixtures core-latest lint sanity unit build, each molecule scenario and
+#   awx (the scenarios and awx once the fixtures are built). fixtures builds the controller-side test fixtures, side by
 #   side, from an empty .cache/ in CI (tests/ci/fixtures.sh, as make site).
 # awx runs the site job through ansible-runner as concurrent AWX job slices.
 # core-latest runs lint, sanity, unit and the preflight scenario on the
@@ -52,12 +52,12 @@ endif
 help:
 	@sed -n '2,/^$$/p' Makefile | sed -e '/^$$/d' -e 's/^# \{0,1\}//'
 
-# Two at a time: the fixtures (mostly downloads) beside the checks, then the
-# scenarios and the AWX test, longest first. Each step's log is printed
-# whole when it ends (build/ci/logs/).
+# Two at a time, longest first: the fixtures (mostly downloads) beside
+# core-latest, then the scenarios (which wait for the fixtures) and the
+# checks, so that neither slot idles while the other ends its part. Each
+# step's log is printed whole when it ends (build/ci/logs/).
 test: venv engine images collection changelog-lint
-	@$(CI)/pool.sh fixtures core-latest lint sanity unit build
-	@$(CI)/pool.sh molecule/default molecule/vllm molecule awx
+	@$(CI)/pool.sh fixtures core-latest molecule/default molecule/vllm sanity molecule unit lint awx build
 	@$(CI)/summary.sh
 
 setup: venv engine images collection

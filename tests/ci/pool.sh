@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Run steps of `make test` side by side, CI_JOBS at a time (default: 2, or 1
-# on a one-core machine), longest first as given. A step is a name that
+# on a one-core machine), longest first as given; while a `fixtures` step of
+# the same call is queued or running, the scenarios and the AWX test wait and
+# the next other step starts instead. A step is a name that
 # step.sh records in the timing table:
 #   fixtures lint sanity unit build awx core-latest    tests/ci/<name>.sh
 #   molecule/<scenario>                                one molecule scenario
@@ -60,6 +62,11 @@ for name in "$@"; do
     step_command "${name}" >/dev/null || die "pool.sh: unknown step ${name}"
 done
 
+# needs_fixtures NAME: whether a step reads the fixtures under .cache.
+needs_fixtures() {
+    [[ "$1" == molecule/* || "$1" == awx ]]
+}
+
 declare -A running=()
 failed=()
 queue=("$@")
@@ -80,8 +87,21 @@ finish() {
 log "running ${#queue[@]} steps, ${jobs} at a time: ${queue[*]}"
 while [[ "${#queue[@]}" -gt 0 || "${#running[@]}" -gt 0 ]]; do
     while [[ "${#queue[@]}" -gt 0 && "${#running[@]}" -lt "${jobs}" ]]; do
-        name="${queue[0]}"
-        queue=("${queue[@]:1}")
+        # The first step in the queue that may start: a scenario or the AWX
+        # test waits while the fixtures step of this pool is queued or runs
+        # (it would wait on a fixture's lock, holding a slot).
+        fixtures_pending=0
+        [[ " ${queue[*]} ${running[*]} " != *" fixtures "* ]] || fixtures_pending=1
+        pick=-1
+        for i in "${!queue[@]}"; do
+            if [[ "${fixtures_pending}" -eq 0 ]] || ! needs_fixtures "${queue[${i}]}"; then
+                pick="${i}"
+                break
+            fi
+        done
+        [[ "${pick}" -ge 0 ]] || break
+        name="${queue[${pick}]}"
+        queue=("${queue[@]:0:${pick}}" "${queue[@]:$((pick + 1))}")
         mapfile -t command < <(step_command "${name}")
         "${here}/step.sh" "${name}" "${command[@]}" >"${logs}/${name//\//_}.log" 2>&1 </dev/null &
         running[$!]="${name}"
