@@ -18,6 +18,13 @@ description:
     and the digest of the C(.llm_stack/vllm.json) record the vllm_source role writes) and the state of the service."
   - The C(gpufleet.llm_stack.vllm_serve) role feeds the result to the C(gpufleet.llm_stack.vllm_serve_plan) filter,
     which makes every decision (plugins/module_utils/vllm_serve.py).
+  - "Reading the options of C(vllm serve) imports vLLM (15 to 60 s on a CPU host), so they are kept in
+    C(<venv>/.llm_stack/vllm-serve-options.json), keyed by the digest of vLLM's C(RECORD), the digest of the script
+    that prints them and the venv's Python (its real path, size and mtime); a run on the same install reads them
+    from there. The cache is used only where C(<venv>/.llm_stack) is already a real directory owned by the user the
+    module runs as and writable by nobody else (the file likewise); it is never written in check mode. Like a
+    package manager's cache it holds derived data only, so writing it does not count as a change (C(changed) stays
+    false)."
 version_added: "0.2.0"
 author:
   - gpufleet maintainers (@gpufleet)
@@ -96,6 +103,9 @@ vllm:
       (DUMP_SCRIPT of C(plugins/module_utils/vllm_args.py), with C(version), C(allow_abbrev), C(options) (option
       to C([nargs, dest])) and C(positionals)), and C(options_error) (why they could not be read); null when not
       installed.
+    - C(options_source), where C(options) come from, C(cache) (the venv's C(.llm_stack/vllm-serve-options.json),
+      kept for this vLLM, script and Python) or C(venv) (printed by the venv's Python just now); null where no
+      options were read.
   returned: always
   type: dict
 service:
@@ -112,6 +122,7 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _vllm_options_cache as options_cache
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_args
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
@@ -195,11 +206,18 @@ def read_vllm(venv):
     return found
 
 
-def read_options(venv, found, timeout):
-    """The installed vLLM's own options (vllm_args.DUMP_SCRIPT through the venv's Python) into found."""
-    found.update(options=None, options_error=None)
+def read_options(venv, found, timeout, check_mode=False):
+    """The installed vLLM's own options into found: the venv's cache of them (module_utils/_vllm_options_cache.py)
+    when it holds them for this vLLM, else vllm_args.DUMP_SCRIPT through the venv's Python (then kept in the cache,
+    outside check mode)."""
+    found.update(options=None, options_error=None, options_source=None)
     python = os.path.join(venv, "bin", "python")
     if not found.get("version") or timeout <= 0 or not os.path.exists(python):
+        return found
+    key = options_cache.key(venv, found.get("files_sha256"))
+    dump = options_cache.read(venv, key)
+    if dump is not None:
+        found.update(options=dump, options_source="cache")
         return found
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "LANG": "C.UTF-8"}
@@ -208,6 +226,10 @@ def read_options(venv, found, timeout):
     if dump is None:
         tail = (result.error or result.stderr or "").strip().splitlines()[-3:]
         found["options_error"] = "rc %s: %s" % (result.rc, " | ".join(tail) or "no options printed")
+    else:
+        found["options_source"] = "venv"
+        if not check_mode:
+            options_cache.write(venv, key, dump)
     found["options"] = dump
     return found
 
@@ -249,7 +271,7 @@ def main():
     pid1 = read_pid1()
     mode = p["mode"] if p["mode"] != "auto" else V.pid1_mode({"pid1": pid1})
     module.exit_json(changed=False, pid1=pid1, mode=mode, model=read_model(p["model_dir"]),
-                     vllm=read_options(p["venv"], read_vllm(p["venv"]), p["options_timeout"]),
+                     vllm=read_options(p["venv"], read_vllm(p["venv"]), p["options_timeout"], module.check_mode),
                      service=read_service(mode, p["service"], p["supervisorctl"], max(1, p["timeout"])))
 
 
