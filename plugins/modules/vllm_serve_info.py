@@ -62,7 +62,7 @@ options:
     type: int
     default: 180
 extends_documentation_fragment:
-  - gpufleet.llm_stack.attributes.read_only
+  - gpufleet.llm_stack.attributes.changes
 """
 
 EXAMPLES = r"""
