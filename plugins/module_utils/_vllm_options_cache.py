@@ -7,7 +7,7 @@ vllm_serve_info reads the installed vLLM's options by running ``vllm_args.DUMP_S
 Python, which imports vLLM (15 to 60 s on a CPU host). What it prints depends only on the vLLM installed, the
 script and the interpreter, so the dump is kept, with a key of those three (``key``):
 
-- the digest of vLLM's dist-info RECORD (vllm_serve_info's ``files_sha256``; none, no cache),
+- the digest of every vLLM distribution's dist-info RECORD in the venv (vllm_serve_info's ``install_digest``; none, no cache),
 - the digest of DUMP_SCRIPT's text (another collection reads again),
 - the real path of ``<venv>/bin/python`` with its size and mtime (a replaced interpreter reads again).
 

@@ -19,8 +19,8 @@ description:
   - The C(gpufleet.llm_stack.vllm_serve) role feeds the result to the C(gpufleet.llm_stack.vllm_serve_plan) filter,
     which makes every decision (plugins/module_utils/vllm_serve.py).
   - "Reading the options of C(vllm serve) imports vLLM (15 to 60 s on a CPU host), so they are kept in
-    C(<venv>/.llm_stack/vllm-serve-options.json), keyed by the digest of vLLM's C(RECORD), the digest of the script
-    that prints them and the venv's Python (its real path, size and mtime); a run on the same install reads them
+    C(<venv>/.llm_stack/vllm-serve-options.json), keyed by the digest of the C(RECORD) of every vLLM distribution
+    in the venv, the digest of the script that prints them and the venv's Python (its real path, size and mtime); a run on the same install reads them
     from there. The cache is used only where C(<venv>/.llm_stack) is already a real directory owned by the user the
     module runs as and writable by nobody else (the file likewise); it is never written in check mode. Like a
     package manager's cache it holds derived data only, so writing it does not count as a change (C(changed) stays
@@ -206,6 +206,27 @@ def read_vllm(venv):
     return found
 
 
+def install_digest(venv):
+    """One sha256 over the RECORD of every vLLM distribution in every site-packages of the venv (their paths and
+    digests, sorted): what the options cache is keyed by, so that a second vLLM distribution installed beside the
+    first, or a venv of another Python, reads the options again. None when a RECORD cannot be read."""
+    parts = []
+    pattern = os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA")
+    for meta in sorted(glob.glob(pattern)):
+        try:
+            headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
+        except (IOError, OSError):
+            return None
+        fields = dict(line.split(": ", 1) for line in headers if ": " in line)
+        if fields.get("Name", "").lower() not in VLLM_NAMES:
+            continue
+        digest = _sha256(os.path.join(os.path.dirname(meta), "RECORD"))
+        if digest is None:
+            return None
+        parts.append("%s %s" % (os.path.relpath(os.path.dirname(meta), venv), digest))
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest() if parts else None
+
+
 def read_options(venv, found, timeout, check_mode=False):
     """The installed vLLM's own options into found: the venv's cache of them (module_utils/_vllm_options_cache.py)
     when it holds them for this vLLM, else vllm_args.DUMP_SCRIPT through the venv's Python (then kept in the cache,
@@ -214,7 +235,7 @@ def read_options(venv, found, timeout, check_mode=False):
     python = os.path.join(venv, "bin", "python")
     if not found.get("version") or timeout <= 0 or not os.path.exists(python):
         return found
-    key = options_cache.key(venv, found.get("files_sha256"))
+    key = options_cache.key(venv, install_digest(venv))
     dump = options_cache.read(venv, key)
     if dump is not None:
         found.update(options=dump, options_source="cache")

