@@ -79,6 +79,7 @@ OPTIONS = dict(
     progress_interval=dict(type="int", default=30),
     tail_lines=dict(type="int", default=40),
     creates=dict(type="path"),
+    earlier=dict(type="str", choices=["fail", "stop"], default="fail"),
 )
 MAX_PROGRESS_INTERVAL = 60
 
@@ -282,9 +283,11 @@ def running_job(log):
     return None
 
 
-def start_job(name, argv, environment, log, header=(), timeout=3600, hostname=None):
+def start_job(name, argv, environment, log, header=(), timeout=3600, hostname=None, earlier="fail"):
     """Start argv detached with its output in log; return {job, supervisor, pgid, started, log}.
 
+    earlier: what to do with a job of an earlier run still writing log: "fail" refuses, "stop" ends it first
+    (its process group and descendants, the reason noted in its log) and then starts.
     Raises JobError, with the reason and the fix, when it cannot start
     (nothing runs then).
     """
@@ -296,6 +299,12 @@ def start_job(name, argv, environment, log, header=(), timeout=3600, hostname=No
     if program is None:
         raise JobError("%s: not found or not executable on this host (PATH=%s)" % (argv[0], env.get("PATH", os.defpath)))
     other = running_job(log)
+    if other and earlier == "stop":
+        try:
+            stop_job(log, other.get("job"), "a new run on this log ends this one (the run that started it is gone)")
+        except JobError:  # another job took the log meanwhile: it is read again below
+            pass
+        other = running_job(log)
     if other:
         raise JobError("%s is still being written by an earlier run (supervisor pid %s, started %s). Fix: wait for it, "
                        "or end it (kill -- -%s) and run again" % (log, other.get("supervisor"), time.strftime(

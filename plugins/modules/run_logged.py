@@ -76,6 +76,14 @@ options:
   creates:
     description: A path on the host; when it exists, nothing runs and the task reports no change.
     type: path
+  earlier:
+    description:
+      - What to do when a job of an earlier run still writes I(log) (its controller went away while it ran).
+      - C(fail) refuses to start, naming that job. C(stop) ends it first (its process group and every process below
+        it, the reason noted at the end of its log), then starts; only for a log that no other live run can own.
+    type: str
+    choices: [fail, stop]
+    default: fail
   operation:
     description:
       - Set by the action plugin, never by a task. C(start) starts the run, C(status) reads it, C(stop) ends it.
@@ -96,7 +104,7 @@ attributes:
     description: An action plugin of the same name drives the module.
 notes:
   - The command keeps running if the connection or the controller goes away; it still ends at I(timeout). A second run
-    on the same I(log) while the first one still writes it is refused.
+    on the same I(log) while the first one still writes it is refused, unless I(earlier=stop).
   - Long commands that print their progress only to a terminal show none here; C(pip) prints the size of each download
     (and, from pip 24.1, its bytes with C(--progress-bar raw)), C(pip -v) shows a build's ninja steps.
 seealso:
@@ -201,7 +209,7 @@ def main():
             module.exit_json(changed=False, ran=False, msg="%s exists: %s was not run" % (p["creates"], name), **result)
         if module.check_mode:
             module.exit_json(changed=True, ran=False, msg="check mode: %s would run" % name, **result)
-        job = R.start_job(name, p["argv"], environment, p["log"], p["log_header"], p["timeout"])
+        job = R.start_job(name, p["argv"], environment, p["log"], p["log_header"], p["timeout"], earlier=p["earlier"])
     except R.JobError as exc:
         module.fail_json(msg="%s: %s" % (name, exc), **result)
     module.exit_json(changed=True, ran=True, **dict(result, **job))

@@ -279,6 +279,43 @@ def test_second_start_on_a_busy_log_is_refused_and_stop_ends_it(tmp_path):
         R.job_status(log, "another-job")
 
 
+def test_start_with_earlier_stop_ends_the_live_job_of_a_gone_run_then_starts(tmp_path):
+    """A job whose run went away still writes the log (its command and a grandchild that left the group with
+    setsid): earlier=stop ends all of it, then starts the new job on the same log."""
+    log = str(tmp_path / "orphan.log")
+    marker = str(tmp_path / "grandchild.pid")
+    script = "setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 300" % marker
+    old = R.start_job("old build", ["sh", "-c", script], {}, log, [], 600)
+    end = time.time() + 10
+    while time.time() < end and not os.path.exists(marker):
+        time.sleep(0.05)
+    with open(marker) as handle:
+        grandchild = int(handle.read())
+    with pytest.raises(R.JobError, match="still being written by an earlier run"):
+        R.start_job("new build", ["true"], {}, log, [], 10)
+    new = R.start_job("new build", ["sh", "-c", "echo fresh"], {}, log, [], 10, earlier="stop")
+    assert new["job"] != old["job"]
+    assert not R._alive(old["supervisor"]) and not R._group_alive(old["pgid"]) and not R._alive(grandchild)
+    status = wait(log, new["job"])
+    assert (status["rc"], status["error"]) == (0, None)
+    with open(log) as handle:
+        text = handle.read()
+    assert text.startswith("# new build\n") and "fresh\n" in text and "old build" not in text
+    with pytest.raises(R.JobError, match="no longer belongs"):
+        R.job_status(log, old["job"])
+
+
+@pytest.mark.parametrize("earlier", ["fail", "stop"])
+def test_start_after_an_earlier_job_ended_starts_whatever_earlier_says(tmp_path, earlier):
+    log = str(tmp_path / "done.log")
+    old = R.start_job("old", ["sh", "-c", "echo partial; exit 1"], {}, log, [], 10)
+    assert wait(log, old["job"])["rc"] == 1
+    new = R.start_job("new", ["true"], {}, log, [], 10, earlier=earlier)
+    assert wait(log, new["job"])["rc"] == 0
+    with open(log) as handle:
+        assert "partial" not in handle.read()
+
+
 def test_missing_program_starts_nothing(tmp_path):
     log = str(tmp_path / "none.log")
     with pytest.raises(R.JobError, match="no-such-program-here: not found"):

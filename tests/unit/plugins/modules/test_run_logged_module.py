@@ -73,3 +73,15 @@ def test_status_of_an_unknown_run_fails(run_module, tmp_path):
     kind, result, dummy = run_module(run_logged.main, {"argv": ["true"], "log": str(tmp_path / "x.log"),
                                                        "operation": "status", "job": "nope"})
     assert kind == "fail" and "no longer belongs to this run" in result["msg"]
+
+
+def test_earlier_stop_ends_a_job_left_running_then_starts(run_module, tmp_path):
+    log = str(tmp_path / "b.log")
+    kind, old, dummy = run_module(run_logged.main, {"name": "old", "argv": ["sleep", "300"], "log": log})
+    assert kind == "exit" and old["ran"] is True
+    kind, refused, dummy = run_module(run_logged.main, {"name": "new", "argv": ["true"], "log": log})
+    assert kind == "fail" and "still being written by an earlier run" in refused["msg"]
+    args = {"name": "new", "argv": ["true"], "log": log, "earlier": "stop"}
+    kind, started, dummy = run_module(run_logged.main, args)
+    assert kind == "exit" and started["ran"] is True and started["job"] != old["job"]
+    assert status_until_done(run_module, args, started["job"])["rc"] == 0
