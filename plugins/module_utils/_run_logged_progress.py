@@ -211,3 +211,29 @@ def shorten(text, width):
         return text
     keep = width - 3
     return text[:keep - keep // 3] + "..." + text[len(text) - keep // 3:]
+
+
+def tail_lines(text, count):
+    lines = log_lines(text)
+    return lines[-count:] if count > 0 else []
+
+
+# Lines that say what went wrong: compiler and Python errors, ninja's FAILED, assertions.
+_ERROR_RE = re.compile(r"\b(?:error|fatal)\b|^FAILED: |Traceback \(most recent call last\)|\b[A-Z][A-Za-z]*(?:Error|Exception):",
+                       re.IGNORECASE)
+ERROR_LINE_MAX = 400
+
+
+def error_lines(text, exclude=(), limit=10):
+    """The first lines of a log that report an error (short lines only: not command lines), except those in exclude."""
+    found = []
+    skip = set(exclude)
+    for line in log_lines(text):
+        stripped = line.strip()
+        if len(stripped) > ERROR_LINE_MAX or stripped in skip or stripped in found or stripped.startswith("# "):
+            continue
+        if _ERROR_RE.search(stripped):
+            found.append(stripped)
+            if len(found) >= limit:
+                break
+    return found

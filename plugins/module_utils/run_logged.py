@@ -49,7 +49,8 @@ except ImportError:  # pragma: no cover
     from pipes import quote as _quote  # type: ignore
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._run_logged_progress import (  # noqa: F401 pylint: disable=unused-import
-    Estimator, describe, human_bytes, human_seconds, log_lines, ninja_step, progress_of, shorten)
+    ERROR_LINE_MAX, Estimator, describe, error_lines, human_bytes, human_seconds, log_lines, ninja_step, progress_of,
+    shorten, tail_lines)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import _group_alive
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
@@ -196,32 +197,6 @@ def read_tail(path, max_bytes=TAIL_BYTES):
     if size > max_bytes and "\n" in text:
         text = text.split("\n", 1)[1]
     return text
-
-
-def tail_lines(text, count):
-    lines = log_lines(text)
-    return lines[-count:] if count > 0 else []
-
-
-# Lines that say what went wrong: compiler and Python errors, ninja's FAILED, assertions.
-_ERROR_RE = re.compile(r"\b(?:error|fatal)\b|^FAILED: |Traceback \(most recent call last\)|\b[A-Z][A-Za-z]*(?:Error|Exception):",
-                       re.IGNORECASE)
-ERROR_LINE_MAX = 400
-
-
-def error_lines(text, exclude=(), limit=10):
-    """The first lines of a log that report an error (short lines only: not command lines), except those in exclude."""
-    found = []
-    skip = set(exclude)
-    for line in log_lines(text):
-        stripped = line.strip()
-        if len(stripped) > ERROR_LINE_MAX or stripped in skip or stripped in found or stripped.startswith("# "):
-            continue
-        if _ERROR_RE.search(stripped):
-            found.append(stripped)
-            if len(found) >= limit:
-                break
-    return found
 
 
 def which(program, path_env):
@@ -546,14 +521,22 @@ def _stop_group(pgid, proc=None, grace=KILL_GRACE, root=None):
             time.sleep(0.1)
 
 
+def _recorded_status(log, job_id):
+    """The exit status the supervisor of job_id recorded, or None."""
+    done = _read_json(rc_path(log))
+    return done if done is not None and done.get("job") == job_id else None
+
+
 def job_status(log, job_id, tail_count=40):
     """{running, rc, timed_out, elapsed, error, progress, tail, log_bytes} of the job job_id writing log."""
     job = _read_json(pid_path(log))
     if job is None or job.get("job") != job_id:
         raise JobError("%s no longer belongs to this run (another run started on it?); see the log" % pid_path(log))
-    done = _read_json(rc_path(log))
-    if done is not None and done.get("job") != job_id:
-        done = None
+    done = _recorded_status(log, job_id)
+    alive = done is None and _alive(job.get("supervisor"))
+    if done is None and not alive:
+        # The supervisor writes the status, then exits: read it again, in case both happened since the first read.
+        done = _recorded_status(log, job_id)
     text = read_tail(log)
     result = {"running": False, "rc": None, "timed_out": False, "error": None, "progress": progress_of(text),
               "tail": None, "elapsed": round(time.time() - (job.get("started") or time.time()), 1)}
@@ -564,7 +547,7 @@ def job_status(log, job_id, tail_count=40):
     if done is not None:
         result.update(rc=done.get("rc"), timed_out=bool(done.get("timed_out")), error=done.get("error"),
                       elapsed=done.get("elapsed", result["elapsed"]))
-    elif _alive(job.get("supervisor")):
+    elif alive:
         result["running"] = True
     else:
         result["error"] = "the supervisor of this run (pid %s) ended without an exit status; see %s" % (

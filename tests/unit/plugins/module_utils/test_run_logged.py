@@ -359,3 +359,18 @@ def test_error_lines_of_a_failed_verbose_build():
     ]
     # a clean build's compiler command lines (-Wno-error and the like) are not errors
     assert R.error_lines(fixture("pip-wheel-verbose-ninja.log")) == []
+
+
+def test_a_status_written_between_the_two_reads_is_the_status(tmp_path, monkeypatch):
+    """The supervisor writes the exit status, then exits: a reader that saw no status and then no supervisor reads
+    the status again instead of reporting a run that ended without one."""
+    log = str(tmp_path / "race.log")
+    job = R.start_job("x", ["true"], {}, log, [], 10)
+    wait(log, job["job"])
+    recorded = R._recorded_status(log, job["job"])
+    assert recorded is not None and recorded["rc"] == 0
+    reads = iter([None, recorded])
+    monkeypatch.setattr(R, "_recorded_status", lambda path, job_id: next(reads))
+    monkeypatch.setattr(R, "_alive", lambda pid: False)
+    status = R.job_status(log, job["job"])
+    assert (status["running"], status["rc"], status["error"]) == (False, 0, None)
