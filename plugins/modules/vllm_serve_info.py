@@ -265,6 +265,10 @@ def read_service(mode, service, supervisorctl, timeout):
         if running.stdout.strip().isdigit():
             result = proc.run(list(supervisorctl) + ["status", service], timeout=timeout)
             state = V.supervisor_state(result.stdout, service)
+            if state["up"] and state["pid"] is None:
+                # STARTING (until startsecs) shows no pid in the status line: `pid NAME` gives it (0: none).
+                named = proc.run(list(supervisorctl) + ["pid", service], timeout=timeout).stdout.strip()
+                state["pid"] = int(named) if named.isdigit() and int(named) > 0 else None
             state["supervisord"] = True
         else:
             state = V.supervisor_state("", service)
