@@ -181,18 +181,28 @@ def read_model(model_dir):
     return found
 
 
-def read_vllm(venv):
-    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None, "record_ok": None,
-             "record_problems": []}
+def vllm_distributions(venv, unreadable=False):
+    """(dist-info folder, METADATA headers) of each vLLM distribution in the venv's site-packages, in name order;
+    a METADATA that cannot be read is left out, or given as (folder, None) with ``unreadable``."""
     for meta in sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA"))):
         try:
             headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
         except (IOError, OSError):
+            if unreadable:
+                yield os.path.dirname(meta), None
             continue
         fields = dict(line.split(": ", 1) for line in headers if ": " in line)
         if fields.get("Name", "").lower() in VLLM_NAMES:
+            yield os.path.dirname(meta), fields
+
+
+def read_vllm(venv):
+    found = {"distribution": None, "version": None, "files_sha256": None, "record_sha256": None, "record_ok": None,
+             "record_problems": []}
+    for info, fields in vllm_distributions(venv):
+        if fields is not None:
             found.update(distribution=fields.get("Name"), version=fields.get("Version"),
-                         files_sha256=_sha256(os.path.join(os.path.dirname(meta), "RECORD")))
+                         files_sha256=_sha256(os.path.join(info, "RECORD")))
             break
     record = os.path.join(venv, ".llm_stack", "vllm.json")
     found["record_sha256"] = _sha256(record)
@@ -211,19 +221,11 @@ def install_digest(venv):
     digests, sorted): what the options cache is keyed by, so that a second vLLM distribution installed beside the
     first, or a venv of another Python, reads the options again. None when a RECORD cannot be read."""
     parts = []
-    pattern = os.path.join(venv, "lib", "python3*", "site-packages", "vllm*.dist-info", "METADATA")
-    for meta in sorted(glob.glob(pattern)):
-        try:
-            headers = _read(meta, 64 * 1024).decode("utf-8", "replace").split("\n\n", 1)[0].splitlines()
-        except (IOError, OSError):
-            return None
-        fields = dict(line.split(": ", 1) for line in headers if ": " in line)
-        if fields.get("Name", "").lower() not in VLLM_NAMES:
-            continue
-        digest = _sha256(os.path.join(os.path.dirname(meta), "RECORD"))
+    for info, fields in vllm_distributions(venv, unreadable=True):
+        digest = _sha256(os.path.join(info, "RECORD")) if fields is not None else None
         if digest is None:
             return None
-        parts.append("%s %s" % (os.path.relpath(os.path.dirname(meta), venv), digest))
+        parts.append("%s %s" % (os.path.relpath(info, venv), digest))
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest() if parts else None
 
 
