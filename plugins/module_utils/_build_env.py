@@ -108,6 +108,34 @@ def plan_jobs(build_plan, facts, default_gb_per_thread, n_targets):
             "available_gb": free_gb, "gb_per_nvcc_thread": per_thread, "line": line}
 
 
+def jobs_request(build_plan, default_gb_per_thread, n_targets, header_before, header_after=()):
+    """What a build needs to work out its jobs on the builder: plain data a caller's plan hands to wheel_build.
+
+    build_plan: a plan with its environment (the role's max_jobs, nvcc_threads and gb_per_nvcc_thread as
+    read_inputs checked them). The log header is header_before, the jobs line, then header_after.
+    """
+    return {"environment": dict(build_plan["environment"]),
+            "gb_per_nvcc_thread": build_plan.get("gb_per_nvcc_thread") or 0,
+            "max_jobs": int(build_plan.get("max_jobs") or 0),
+            "nvcc_threads": int(build_plan.get("nvcc_threads") or 0),
+            "default_gb_per_thread": float(default_gb_per_thread),
+            "n_targets": int(n_targets),
+            "header_before": list(header_before), "header_after": list(header_after)}
+
+
+def with_builder(request, facts):
+    """A jobs_request once the builder's CPU and memory facts are known.
+
+    Returns {environment (with MAX_JOBS and NVCC_THREADS), log_header, max_jobs, nvcc_threads, vcpus,
+    available_gb}.
+    """
+    job = plan_jobs(request, facts, request["default_gb_per_thread"], request["n_targets"])
+    return {"environment": job["environment"],
+            "log_header": list(request["header_before"]) + [job["line"]] + list(request["header_after"]),
+            "max_jobs": job["max_jobs"], "nvcc_threads": job["nvcc_threads"], "vcpus": job["vcpus"],
+            "available_gb": job["available_gb"]}
+
+
 # --- the toolkit -----------------------------------------------------------
 
 def cuda_home(override, facts=None, nvcc=None, cuda_version=None, variable="flash_attn_build_cuda_home"):

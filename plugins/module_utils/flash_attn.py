@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import (
     as_bool as _bool,
     as_dict as _dict,
@@ -488,27 +489,28 @@ def build_result(build_plan, outcome=None):
     }
 
 
+def jobs_request(build_plan):
+    """What wheel_build needs to work out the build's jobs on the builder (_build_env.jobs_request)."""
+    if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
+        raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn_build_plan(torch=...))")
+    env = build_plan["environment"]
+    torch = _dict(build_plan.get("torch"))
+    if build_plan.get("cpu_only_test_host"):
+        toolkit = "CPU-only test path: FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE, no CUDA kernels"
+    else:
+        toolkit = "CUDA_HOME=%s (from %s)" % (build_plan.get("cuda_home"), build_plan.get("cuda_home_source"))
+    before = [
+        "flash-attn %s (%s) against torch %s" % (build_plan.get("version"), build_plan.get("source_id"),
+                                                 torch.get("version")),
+        "FLASH_ATTN_CUDA_ARCHS=%s TORCH_CUDA_ARCH_LIST=%s" % (env["FLASH_ATTN_CUDA_ARCHS"], env["TORCH_CUDA_ARCH_LIST"]),
+    ]
+    return _build_env.jobs_request(build_plan, 5.0, len(build_plan["targets"]), before, [toolkit])
+
+
 def with_jobs(build_plan, facts=None):
     """The build's environment and log header once the builder's CPU and memory facts are known.
 
     Returns {environment (with MAX_JOBS and NVCC_THREADS), log_header, max_jobs, nvcc_threads, vcpus,
     available_gb}. Called when the build starts, after wheel_build gathered the builder's hardware facts.
     """
-    if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
-        raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn_build_plan(torch=...))")
-    job = plan_jobs(build_plan, facts, 5.0, len(build_plan["targets"]))
-    env = job["environment"]
-    torch = _dict(build_plan.get("torch"))
-    if build_plan.get("cpu_only_test_host"):
-        toolkit = "CPU-only test path: FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE, no CUDA kernels"
-    else:
-        toolkit = "CUDA_HOME=%s (from %s)" % (build_plan.get("cuda_home"), build_plan.get("cuda_home_source"))
-    header = [
-        "flash-attn %s (%s) against torch %s" % (build_plan.get("version"), build_plan.get("source_id"),
-                                                 torch.get("version")),
-        "FLASH_ATTN_CUDA_ARCHS=%s TORCH_CUDA_ARCH_LIST=%s" % (env["FLASH_ATTN_CUDA_ARCHS"], env["TORCH_CUDA_ARCH_LIST"]),
-        job["line"],
-        toolkit,
-    ]
-    return {"environment": env, "log_header": header, "max_jobs": job["max_jobs"], "nvcc_threads": job["nvcc_threads"],
-            "vcpus": job["vcpus"], "available_gb": job["available_gb"]}
+    return _build_env.with_builder(jobs_request(build_plan), facts)

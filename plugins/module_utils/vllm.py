@@ -41,11 +41,11 @@ import json
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._build_env import (
     DEFAULT_PATH,
     arch_in_force,
     cuda_home,
-    plan_jobs,
 )
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, text as _text
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
@@ -469,25 +469,29 @@ def install_reason(v, venv):
     return "%s %s is installed, not this build" % (v["distribution"], venv["installed"])
 
 
-def with_jobs(build_plan, facts=None):
-    """The build's environment and log header once the builder's CPU and memory are known (the jobs rule of _build_env)."""
+def jobs_request(build_plan):
+    """What wheel_build needs to work out the build's jobs on the builder (_build_env.jobs_request)."""
     if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
         raise VllmError("with_jobs needs a plan of the source or precompiled method with the tag's commit")
     targets = len((build_plan.get("arch_list") or "").split(";")) if build_plan.get("arch_list") else 1
-    job = plan_jobs(build_plan, facts, DEFAULT_GB_PER_NVCC_THREAD, targets)
-    env = job["environment"]
+    env = build_plan["environment"]
     torch = _dict(build_plan.get("torch"))
-    header = [
+    before = [
         "vLLM %s (%s, commit %s, tag %s of %s) against torch %s" % (
             build_plan.get("version"), build_plan.get("method"), build_plan.get("commit"), build_plan.get("git_ref"),
             build_plan.get("git_url_shown"), torch.get("version")),
         "VLLM_TARGET_DEVICE=%s TORCH_CUDA_ARCH_LIST=%s" % (
             env.get("VLLM_TARGET_DEVICE"), env.get("TORCH_CUDA_ARCH_LIST", "")),
-        job["line"],
     ]
-    if build_plan.get("target_device") == "empty":
-        header.append("CPU-only test path: VLLM_TARGET_DEVICE=empty, no kernels")
-    return {"environment": env, "log_header": header, "max_jobs": job["max_jobs"], "nvcc_threads": job["nvcc_threads"]}
+    after = ["CPU-only test path: VLLM_TARGET_DEVICE=empty, no kernels"] if build_plan.get("target_device") == "empty" else []
+    return _build_env.jobs_request(build_plan, DEFAULT_GB_PER_NVCC_THREAD, targets, before, after)
+
+
+def with_jobs(build_plan, facts=None):
+    """The build's environment and log header once the builder's CPU and memory are known (the jobs rule of _build_env)."""
+    job = _build_env.with_builder(jobs_request(build_plan), facts)
+    return {"environment": job["environment"], "log_header": job["log_header"], "max_jobs": job["max_jobs"],
+            "nvcc_threads": job["nvcc_threads"]}
 
 
 # --- pip's dry run ---------------------------------------------------------
