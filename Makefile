@@ -123,14 +123,10 @@ matrix: venv collection
 vllm-options: venv collection
 	@source $(CI)/lib.sh && use_venv && python tests/vllm/record_options.py
 
-bench: venv
-	@if [[ -x tests/bench/run ]]; then \
-		source $(CI)/lib.sh && use_venv && tests/bench/run; \
-	elif [[ -f tests/bench/run ]]; then \
-		source $(CI)/lib.sh && use_venv && bash tests/bench/run; \
-	else \
-		echo "tests/bench/run is not present: nothing to run"; \
-	fi
+# The simulated fleet runs in containers: the engine, the image and the
+# collection's link are made first, as for the scenarios.
+bench: venv engine images collection
+	@source $(CI)/lib.sh && use_venv && tests/bench/run
 
 # Removes what the steps build inside the repo (not .venv, not the images).
 clean:
