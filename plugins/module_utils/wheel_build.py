@@ -14,8 +14,9 @@
 * ``cache_problem``: what to say when the controller cache does not hold
   exactly one wheel for the key after the build step.
 
-The filters in plugins/filter/wheel_build.py expose them to the role. They
-run on the controller (the cache is a controller directory).
+The action gpufleet.llm_stack.wheel_build_state runs them for the role
+(with module_utils/_wheel_build_role.py: what the role's YAML acts on), on
+the controller (the cache is a controller directory).
 """
 
 from __future__ import absolute_import, division, print_function
