@@ -93,7 +93,7 @@ def fa_args(venv, **over):
 
 
 def first_step(run_module, venv, **over):
-    action, calls, task_vars = make_action(fa_args(venv, **over), run_module, facts=h200_facts())
+    action, dummy, task_vars = make_action(fa_args(venv, **over), run_module, facts=h200_facts())
     return action.run(task_vars=task_vars)
 
 
@@ -159,13 +159,18 @@ def test_good_index_settings_and_none_pass(run_module, host):
     venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
     assert first_step(run_module, venv, **INDEX)["ok"] is True
     # The cache host outside the job's inventory, with its connection variables (an AWX job slice).
-    sliced = dict(INDEX, inventory_hosts=["gpu-validate"], cache_host_vars={"ansible_host": "10.0.0.9"})
+    sliced = dict(INDEX)
+    sliced.update(inventory_hosts=["gpu-validate"], cache_host_vars={"ansible_host": "10.0.0.9"})
     assert first_step(run_module, venv, **sliced)["ok"] is True
-    assert first_step(run_module, venv, **dict(INDEX, wheel_index_url="", cache_host=""))["ok"] is True
+    unset = dict(INDEX)
+    unset.update(wheel_index_url="", cache_host="")
+    assert first_step(run_module, venv, **unset)["ok"] is True
 
 
 def test_preflight_collects_the_index_problems_without_reading(run_module):
-    args = fa_args("/x", read_venv=False, fail_as="", **dict(INDEX, cache_host="cache-02"))
+    settings = dict(INDEX)
+    settings["cache_host"] = "cache-02"
+    args = fa_args("/x", read_venv=False, fail_as="", **settings)
     action, calls, task_vars = make_action(args, run_module, facts=h200_facts(), delegate_to="localhost")
     result = action.run(task_vars=task_vars)
     assert calls == [] and not result.get("failed") and result["ok"] is False
