@@ -6,11 +6,17 @@
 flash_attn_build's one step before any change: the role's variables
 checked once (the first plan), one reading of the host (the module
 torch_info), the gate (stack_compat's part flash_attn, the same code and
-options validation as that module) and the plan with the build key. Every
-decision is a function of module_utils/flash_attn.py; this file only runs
-them in order, in the controller's worker. The strategy loads this class
-in the controller's main process, so the code it imports is compiled once
-per run, not once per host.
+options validation as that module, with the fleet's package index settings
+judged by module_utils/wheel_index.py) and the plan with the build key and
+the jobs request for wheel_build. Every decision is a function of
+module_utils/flash_attn.py; this file only runs them in order, in the
+controller's worker. The strategy loads this class in the controller's main
+process, so the code it imports is compiled once per run, not once per host.
+
+Called again with the host's plan (option plan) and what the role saw since
+(the plans of the batch, or wheel_build's result), it returns what follows:
+the plan for the group's archs, or this host's result for the fleet report
+and whether the checks run; with the check's output, the check's verdict.
 
 Where the task hides its result (no_log: an index or git URL with
 credentials, which the plan holds for pip), a failure's message is shown
@@ -24,6 +30,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import split_reading
@@ -33,12 +40,31 @@ display = Display()
 READER = "gpufleet.llm_stack.torch_info"
 
 OPTIONS = dict(
-    inputs=dict(type="dict", required=True),
-    torch_version=dict(type="str", required=True),
+    # The first step: the role's variables, the gate and the reading.
+    inputs=dict(type="dict"),
+    torch_version=dict(type="str"),
     index_problems=dict(type="list", elements="str", default=[]),
+    wheel_index_url=dict(type="str", default=""),
+    cache_host=dict(type="str", default=""),
+    inventory_hosts=dict(type="list", elements="str", default=[]),
+    cache_host_vars=dict(type="dict", default={}),
+    wheel_index_ca_cert=dict(type="str", default=""),
     read_venv=dict(type="bool", default=True),
     fail_as=dict(type="str", default=""),
+    # The later steps: the host's plan and what the role saw since, or the check's output.
+    plan=dict(type="dict"),
+    probe=dict(type="dict"),
+    group=dict(type="list", elements="dict"),
+    built=dict(type="dict"),
+    check_output=dict(type="dict"),
 )
+
+
+def jobs_request(build_plan):
+    """What wheel_build needs for the build's jobs on the builder; None for a plan without a build key."""
+    if build_plan.get("key") is None or not isinstance(build_plan.get("environment"), dict):
+        return None
+    return flash_attn.jobs_request(build_plan)
 
 
 class ActionModule(ActionBase):
@@ -54,12 +80,23 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
+        validation, args = self.validate_argument_spec(
+            argument_spec=OPTIONS, required_one_of=[["inputs", "plan", "check_output"]],
+            mutually_exclusive=[["inputs", "plan", "check_output"]],
+            required_by={"inputs": ("torch_version",), "group": ("plan", "probe")})
         del validation
+        if args["check_output"] is not None:
+            # The registered result of files/flash_attn_check.py: its verdict.
+            output = args["check_output"]
+            result["check_result"] = flash_attn.check_result(output.get("stdout"), output.get("rc"),
+                                                             output.get("stderr") or "")
+            return result
+        facts = dict((task_vars or {}).get("ansible_facts") or {})
+        if args["plan"] is not None:
+            return self._follow(result, args, facts)
         if args["read_venv"] and self._task.delegate_to:
             return self._stop(result, "flash_attn_build_state reads the inventory host's venv: it cannot run with"
                                       " delegate_to (%s) unless read_venv is false" % self._task.delegate_to)
-        facts = dict((task_vars or {}).get("ansible_facts") or {})
         try:
             first = flash_attn.plan(args["inputs"], facts=facts)
         except flash_attn.FlashAttnError as exc:
@@ -77,9 +114,13 @@ class ActionModule(ActionBase):
                 return self._stop(result, "flash_attn_build on %s: reading %s failed: %s"
                                   % (first["hostname"], first["venv"], probe.get("msg", "")))
             facts.update(read_facts)
+        # The fleet's package index (llm_stack_wheel_index_url), when set: its URL, cache host and CA certificate.
+        index_problems = list(args["index_problems"]) + wheel_index.config_problems(
+            args["wheel_index_url"], args["cache_host"], args["inventory_hosts"], args["cache_host_vars"],
+            args["wheel_index_ca_cert"])
         gate_plan = flash_attn.plan(first, facts=facts)
         gate, failure = gate_from_options(flash_attn.gate_options(
-            args["inputs"], gate_plan, args["torch_version"], args["index_problems"], args["fail_as"]))
+            args["inputs"], gate_plan, args["torch_version"], index_problems, args["fail_as"]))
         if failure:
             return self._stop(result, failure["msg"])
         warnings.extend(gate.pop("warnings", None) or [])
@@ -93,6 +134,29 @@ class ActionModule(ActionBase):
             result.update(plan=gate_plan, probe=probe, result=None)
             return self._stop(result, result["msg"])
         build_plan = flash_attn.plan(first, facts=facts, torch=probe, nvcc=probe.get("toolkits"))
-        result.update(plan=build_plan, probe=probe,
+        result.update(plan=build_plan, probe=probe, jobs_request=jobs_request(build_plan),
                       result=None if build_plan["work"] else flash_attn.build_result(build_plan))
+        return result
+
+    def _follow(self, result, args, facts):
+        """A later step: the plan for the group's archs, or this host's result and whether its checks run."""
+        build_plan = args["plan"]
+        if args["group"] is not None:
+            # arch_scope=group: the same reading, with the plans of the batch's hosts that share the rest of the key.
+            probe = args["probe"]
+            try:
+                build_plan = flash_attn.plan(build_plan, facts=facts, torch=probe, nvcc=probe.get("toolkits"),
+                                             group=args["group"])
+            except flash_attn.FlashAttnError as exc:
+                return self._stop(result, "flash_attn_build_plan: %s" % exc)
+            result.update(plan=build_plan, jobs_request=jobs_request(build_plan))
+            return result
+        # After wheel_build (built: its result), or without it (built null): nothing of the plan, which holds the
+        # index URL, is returned.
+        try:
+            host_result = flash_attn.build_result(build_plan, args["built"])
+        except flash_attn.FlashAttnError as exc:
+            return self._stop(result, "flash_attn_build_result: %s" % exc)
+        result.update(result=host_result,
+                      checks=flash_attn.check_steps(build_plan, args["built"], bool(self._task.check_mode)))
         return result

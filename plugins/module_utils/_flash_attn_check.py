@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private: the check of the installed flash-attn (files/flash_attn_check.py): its command and its result.
+"""Private: the check of the installed flash-attn (files/flash_attn_check.py): its command, when it runs, its result.
 
 flash_attn.py re-exports every name here its callers use; not part of the public API.
 """
@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 import shlex
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import text as _text
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_bool as _bool, text as _text
 
 CHECK_MARK = "FLASH_ATTN_CHECK "
 
@@ -70,3 +70,23 @@ def check_result(stdout, rc=None, stderr=""):
     res["summary"] = summary + "."
     res["failure"] = "; ".join(str(p) for p in res["problems"]) or ("" if res["ok"] else "the check failed")
     return res
+
+
+def check_steps(build_plan, built=None, check_mode=False):
+    """When the checks of the installed flash-attn run, once wheel_build has done this host's part.
+
+    build_plan: the host's plan, whose verify_on_install and verify_without_install are flash_attn_build_verify's
+    policy (always, changed, never); built: wheel_build's result (wheel_build_result), whose was_installed says that
+    the key's wheel was in the venv before the run, or None where wheel_build did not run; check_mode: the task's.
+    Returns {run, script}: run, the checks are included (a plan with a key whose policy checks after an install,
+    and either always or after an install of this run); script, files/flash_attn_check.py runs (always, except in
+    check mode where the wheel was not installed before: nothing there to check yet). Where wheel_build's result
+    does not say whether the wheel was installed before, neither runs: no install of this run is known, and no
+    installed wheel either.
+    """
+    plan = build_plan if isinstance(build_plan, dict) else {}
+    known = isinstance(built, dict) and built.get("was_installed") is not None
+    was_installed = known and _bool(built.get("was_installed"))
+    run = plan.get("key") is not None and bool(plan.get("verify_on_install")) and (
+        bool(plan.get("verify_without_install")) or (known and not was_installed))
+    return {"run": run, "script": not check_mode or was_installed}

@@ -3,9 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every decision of the flash_attn_build role, as pure functions.
 
-The role reads the host (gpu_facts, nvcc_facts, torch_info), hands what it
-read to ``plan`` (through the ``flash_attn_build_plan`` filter) and acts on
-the result: the arch list in force and FA2's build targets, the build key
+The role reads the host (torch_info, which also reads the GPUs and the
+CUDA toolkits where nobody says), hands what it read to ``plan`` (through
+the action flash_attn_build_state) and acts on the result: the arch list in force and FA2's build targets, the build key
 and its label, the group of hosts that share a wheel, the requirement, the
 build and pip environments, the check of the installed package. Nothing
 here touches the host; bad input gives messages in ``errors``, never an
@@ -63,6 +63,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils._flash_attn_che
     CHECK_MARK,
     check_command,
     check_result,
+    check_steps,
 )
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._flash_attn_inputs import (  # noqa: F401
     ARCH_SCOPES,
@@ -463,8 +464,8 @@ def gate_options(inputs, gate_plan, torch_version, index_problems=None, fail_as=
 def build_result(build_plan, outcome=None):
     """This host's flash-attn for the fleet report (the fact flash_attn_build_result).
 
-    build_plan: the host's last plan; outcome: wheel_build's account of this host's part (wheel_build_outcome),
-    read only where the plan sent the host through the build tasks. source: built (compiled here in this run),
+    build_plan: the host's last plan; outcome: wheel_build's result for this host (wheel_build_result: source,
+    compiled, wheel), read only where the plan sent the host through the build tasks. source: built (compiled here in this run),
     index or controller_cache (installed from there), present (the key's wheel was installed already) or none
     (no flash-attn: every GPU is older than sm80, or check mode before the venv exists).
     """

@@ -23,31 +23,67 @@ description:
   - Then the gate, M(gpufleet.llm_stack.stack_compat)'s part C(flash_attn), with the same code and the same
     validation of its options, judges the inputs as the role has them, the arch list in force (the variable,
     else preflight's, else the host's GPUs) and what only this role checks (the build scope, the jobs, the
-    cache, the venv, the git source, O(index_problems)). With O(fail_as) any error stops the host, every problem
-    listed; the warnings show.
+    cache, the venv, the git source, the fleet's package index settings, O(index_problems)). With O(fail_as) any
+    error stops the host, every problem listed; the warnings show.
   - Last the plan with the build key, which says whether the key's wheel is installed already (C(work) of RV(plan)),
     and the host's result for the fleet report where nothing is left to do (RV(result)).
+  - The jobs request of the plan with the build key (RV(jobs_request)) is what the role hands to
+    C(gpufleet.llm_stack.wheel_build) as C(wheel_build_jobs); wheel_build makes the build's environment and log
+    header from it with the builder's CPU and memory facts.
+  - Called again with O(plan) instead of O(inputs), the role's later steps, with what the role saw since; nothing
+    is read on the host. With O(group) (and O(probe)), the plan again for the archs of every host of the batch that
+    shares the rest of the key (C(flash_attn_build_arch_scope=group)) and its jobs request. Else, with O(built)
+    (wheel_build's result, or null where the role did not include it), this host's result for the fleet report
+    (RV(result)) and whether the checks of the installed flash-attn run (RV(checks)); nothing of the plan, which
+    holds the index and git URLs, is returned then.
+  - Called with O(check_output) alone, the verdict of the check of the installed flash-attn (RV(check_result)).
   - The decisions are in C(plugins/module_utils/flash_attn.py) (the plan, the reading's options, the gate's
-    options) and C(plugins/module_utils/gate.py) (the gate).
+    options, the result, the checks), C(plugins/module_utils/wheel_index.py) (the package index settings) and
+    C(plugins/module_utils/gate.py) (the gate).
 author:
   - gpufleet maintainers (@gpufleet)
 options:
   inputs:
     description:
-      - The role's variables, as the C(gpufleet.llm_stack.flash_attn_build_plan) filter takes them (the role's
-        C(flash_attn_build_inputs)).
+      - The role's variables (the role's C(flash_attn_build_inputs), the keys of C(INPUTS) in
+        C(plugins/module_utils/flash_attn.py)).
+      - The first step; exactly one of O(inputs), O(plan) and O(check_output) is given.
     type: dict
-    required: true
   torch_version:
-    description: The stack's torch pin (C(llm_stack_torch_version)), which the gate judges flash-attn against.
+    description:
+      - The stack's torch pin (C(llm_stack_torch_version)), which the gate judges flash-attn against.
+      - Required with O(inputs).
     type: str
-    required: true
   index_problems:
-    description: The problems of the fleet's package index settings (the C(gpufleet.llm_stack.wheel_index_problems)
-      filter), judged as errors of the gate.
+    description: Problems found elsewhere, judged as errors of the gate with those of the package index settings.
     type: list
     elements: str
     default: []
+  wheel_index_url:
+    description:
+      - The fleet's package index (C(llm_stack_wheel_index_url)); empty for the controller cache.
+      - Where it is set, its settings (this option, O(cache_host), O(inventory_hosts), O(cache_host_vars) and
+        O(wheel_index_ca_cert)) are checked, and their problems are errors of the gate.
+    type: str
+    default: ""
+  cache_host:
+    description: The cache host (C(llm_stack_cache_host)), where the index and the build locks are.
+    type: str
+    default: ""
+  inventory_hosts:
+    description: The inventory's host names (C(groups['all'])), which the cache host must be one of.
+    type: list
+    elements: str
+    default: []
+  cache_host_vars:
+    description: The cache host's connection variables (C(llm_stack_cache_host_vars)), for a job that sees only part
+      of the inventory.
+    type: dict
+    default: {}
+  wheel_index_ca_cert:
+    description: The CA certificate of the index (C(llm_stack_wheel_index_ca_cert)), a file on the controller.
+    type: str
+    default: ""
   read_venv:
     description:
       - Read the host and make the plan with the build key.
@@ -61,6 +97,30 @@ options:
       - Empty, the verdict is only returned (preflight, which collects every role's gate into one report).
     type: str
     default: ""
+  plan:
+    description:
+      - The host's plan (RV(plan) of an earlier step, the role's fact C(flash_attn_build_plan)), for a later step.
+      - Exactly one of O(inputs), O(plan) and O(check_output) is given.
+    type: dict
+  probe:
+    description: RV(probe) of the first step (the reading of the venv), for O(group).
+    type: dict
+  group:
+    description:
+      - The plans of the batch's hosts (their C(flash_attn_build_plan)); with O(plan) and O(probe), the plan is made
+        again for the union of the archs of the hosts that share the rest of the key.
+    type: list
+    elements: dict
+  built:
+    description:
+      - wheel_build's result for this host (C(wheel_build_result)), once the role included
+        C(gpufleet.llm_stack.wheel_build); null where it did not.
+    type: dict
+  check_output:
+    description:
+      - The registered result of the role's C(files/flash_attn_check.py) run by the venv's Python, for its verdict.
+      - Exactly one of O(inputs), O(plan) and O(check_output) is given.
+    type: dict
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
@@ -70,8 +130,8 @@ notes:
   - The plan holds the index and git URLs as given, for pip; where they carry credentials the role hides the task's
     output (C(no_log)). A failure's message is then shown all the same, as an error line with the credentials
     masked.
-  - The role keeps RV(plan) and RV(result) as the facts C(flash_attn_build_plan) and C(flash_attn_build_result)
-    with a C(set_fact) task.
+  - The role keeps RV(plan), RV(jobs_request) and RV(result) as the facts C(flash_attn_build_plan),
+    C(flash_attn_build_jobs_request) and C(flash_attn_build_result) with a C(set_fact) task.
 seealso:
   - module: gpufleet.llm_stack.torch_info
   - module: gpufleet.llm_stack.stack_compat
@@ -82,6 +142,11 @@ EXAMPLES = r"""
   gpufleet.llm_stack.flash_attn_build_state:
     inputs: "{{ flash_attn_build_inputs }}"
     torch_version: "{{ llm_stack_torch_version }}"
+    wheel_index_url: "{{ llm_stack_wheel_index_url }}"
+    cache_host: "{{ llm_stack_cache_host }}"
+    inventory_hosts: "{{ groups['all'] }}"
+    cache_host_vars: "{{ llm_stack_cache_host_vars }}"
+    wheel_index_ca_cert: "{{ llm_stack_wheel_index_ca_cert }}"
     fail_as: "flash_attn_build on {{ inventory_hostname }}"
   register: flash_attn_build_state
 
@@ -92,25 +157,60 @@ EXAMPLES = r"""
     read_venv: false
   delegate_to: localhost
   register: flash_attn_build_gate
+
+- name: This host's flash-attn and whether its checks run, once wheel_build did its part
+  gpufleet.llm_stack.flash_attn_build_state:
+    plan: "{{ flash_attn_build_plan }}"
+    built: "{{ wheel_build_result | default(none) }}"
+  register: flash_attn_build_done
+
+- name: The verdict of the check
+  gpufleet.llm_stack.flash_attn_build_state:
+    check_output: "{{ flash_attn_build_check }}"
+  register: flash_attn_build_verdict
 """
 
 RETURN = r"""
 ok:
   description: Whether the gate found no error. The other keys of M(gpufleet.llm_stack.stack_compat)'s result
     (C(errors), C(problems), C(compat_warnings), C(inputs), C(suggested), ...) are returned as well.
-  returned: always
+  returned: with O(inputs)
   type: bool
 plan:
   description:
-    - The build plan of this host (the C(gpufleet.llm_stack.flash_attn_build_plan) filter's result).
+    - The build plan of this host.
     - After a gate without errors, the plan with the build key (C(key), C(label), C(entry), C(installed), C(work));
       after a gate with errors, the plan made from the inputs and the GPUs alone.
-  returned: with O(read_venv), after the reading
+    - With O(plan) and O(group), the plan for the group's archs.
+  returned: with O(read_venv), after the reading; with O(plan) and O(group)
+  type: dict
+jobs_request:
+  description:
+    - What C(gpufleet.llm_stack.wheel_build) needs to work out the build's jobs (C(MAX_JOBS), C(NVCC_THREADS)) and
+      its log header on the builder, as plain data (C(wheel_build_jobs)); null for a plan without a build key.
+  returned: with O(read_venv), after a gate without errors; with O(plan) and O(group)
   type: dict
 result:
-  description: This host's flash-attn for the fleet report (the C(gpufleet.llm_stack.flash_attn_build_result)
-    filter's result); null where C(work) of RV(plan) says the build tasks still run, or the gate failed.
-  returned: with O(read_venv), after the reading
+  description:
+    - This host's flash-attn for the fleet report (the role's fact C(flash_attn_build_result)), with C(version),
+      C(build_key), C(arch_list), C(wheel), C(source) (C(built), C(index), C(controller_cache), C(present) or
+      C(none)) and C(compiled).
+    - With O(inputs), null where C(work) of RV(plan) says the build tasks still run, or the gate failed.
+    - With O(plan) (without O(group)), from the plan and O(built).
+  returned: with O(read_venv), after the reading; with O(plan) without O(group)
+  type: dict
+checks:
+  description:
+    - When the checks of the installed flash-attn run, from the plan's C(verify_on_install) and
+      C(verify_without_install) (C(flash_attn_build_verify)) and O(built).
+    - C(run), the checks run (after an install of this run, or on every run with C(flash_attn_build_verify=always));
+      C(script), the check script runs (in check mode only where the wheel was installed before).
+  returned: with O(plan) without O(group)
+  type: dict
+check_result:
+  description: The verdict of the check (C(ok), C(summary), C(failure), C(skipped), C(problems), C(version),
+    C(elf_archs), C(forward_max_abs_err)).
+  returned: with O(check_output)
   type: dict
 probe:
   description: What M(gpufleet.llm_stack.torch_info) returned (without its invocation, warnings and facts).
