@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 import pytest
 import yaml
@@ -66,3 +67,30 @@ def test_the_record_is_written_before_the_checks_fail_the_host():
     names = [("copy" if "ansible.builtin.copy" in task else "assert" if "ansible.builtin.assert" in task else "")
              for task in tasks]
     assert names.index("copy") < names.index("assert")
+
+
+# Filters a user may call in their own playbooks; every other decision is the action vllm_source_state's.
+PUBLIC_FILTERS = ("cuda_arch_list", "host_gpus", "mask_credentials", "rollout_setting", "rollout_problems",
+                  "has_credentials")
+
+
+def test_every_decision_is_the_actions_no_internal_filter_is_called():
+    role = os.path.dirname(TASKS)
+    called = []
+    for folder in ("tasks", "defaults", "vars", "meta"):
+        for name in sorted(os.listdir(os.path.join(role, folder))):
+            with open(os.path.join(role, folder, name)) as handle:
+                text = handle.read()
+            called += [(folder, name, found) for found in re.findall(r"(?:\||\bis)\s*gpufleet\.llm_stack\.([a-z_]+)", text)
+                       if found not in PUBLIC_FILTERS]
+    assert called == []
+
+
+def test_the_build_hands_wheel_build_the_plans_jobs_request():
+    with open(os.path.join(TASKS, "build.yml")) as handle:
+        tasks = list(flat(yaml.safe_load(handle)))
+    include = [t for t in tasks if (t.get("ansible.builtin.include_role") or {}).get("name") == "gpufleet.llm_stack.wheel_build"]
+    assert len(include) == 1
+    passed = include[0]["vars"]
+    assert passed["wheel_build_jobs"] == "{{ vllm_source_plan.jobs_request }}"
+    assert "wheel_build_environment" not in passed and "wheel_build_log_header" not in passed
