@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Private: paths that stay inside a model directory, and files read and written there without following links.
+"""Private: where a model's directory is, paths that stay inside it, and files read and written there without
+following links.
 
-hf_local re-exports these names (``PathError``, ``check_relpath``, ``safe_join``, ``create_file``...); import
-them from there.
+hf_local re-exports these names (``PathError``, ``check_relpath``, ``safe_join``, ``create_file``, ``model_path``...);
+import them from there.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +19,23 @@ CHUNK = 4 * 1024 * 1024
 FILE_MODE = 0o644
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# The link in a model's directory that names the revision served (qwen_model_fetch switches it, vllm_serve serves it).
+CURRENT_LINK = "current"
+
+
+def model_path(models_dir, model, revision=CURRENT_LINK):
+    """The one rule of the model layout: <models_dir>/<org>/<name>/<revision>, the link CURRENT_LINK by default;
+    revision None: the model's base <models_dir>/<org>/<name>, which holds its revisions and the link.
+
+    models_dir loses its trailing slashes; model is the repository id ORG/NAME. qwen_model_fetch (where it fetches
+    a revision and which link it switches) and vllm_serve (the directory it serves) place a model by it.
+    """
+    base = "%s/%s" % (_str(models_dir).rstrip("/"), _str(model))
+    return base if revision is None else "%s/%s" % (base, revision)
+
+
+def _str(value):
+    return "" if value is None else str(value).strip()
 
 
 class PathError(ValueError):

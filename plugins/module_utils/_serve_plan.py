@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_bool as _bool, as_dict as _dict, text as _text
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import model_path
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 
 MODES = ("auto", "systemd", "supervisord")
@@ -208,9 +209,20 @@ def gpu_indexes(env, count):
 def model_dir_of(models_dir, model):
     """The directory qwen_model_fetch keeps current: <models_dir>/<org>/<name>/current.
 
-    qwen_model_fetch's own rule is its fact qwen_model_fetch_path, in YAML (roles/qwen_model_fetch/tasks/preflight.yml).
+    The layout's one rule is hf_local.model_path, for qwen_model_fetch's directories and this one alike; this role
+    reads none of qwen_model_fetch's facts (it may run without it in the play).
     """
-    return "%s/%s/current" % (_text(models_dir).rstrip("/"), _text(model))
+    return model_path(models_dir, model)
+
+
+def reading_options(plan_, inputs):
+    """The options of vllm_serve_info from the plan made before the reading: its model directory, venv, service and
+    supervisorctl, and vllm_serve_mode as set where it is one of MODES, else auto (the plan reports a bad mode)."""
+    if not isinstance(plan_, dict):
+        raise VllmServeError("reading_options needs a plan")
+    mode = _dict(inputs).get("mode")
+    return {"model_dir": plan_["model_dir"], "venv": plan_["venv"], "service": plan_["service"],
+            "mode": mode if mode in MODES else "auto", "supervisorctl": plan_["supervisorctl"]}
 
 
 SERVE_KEYS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",

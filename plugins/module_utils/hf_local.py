@@ -19,8 +19,8 @@ the files: repo, revision, commit, and each file's size and digest, plus the
 (size, mtime, inode) seen when its digest was last computed, so that a later
 check with ``checksum='auto'`` hashes only files that changed since.
 
-Paths kept inside a directory and the files written there without following links are in
-``_hf_paths`` (private); their names are imported from here.
+Where a model's directory is (``model_path``, the one layout rule), paths kept inside a directory and the files
+written there without following links are in ``_hf_paths`` (private); their names are imported from here.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,8 +34,8 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import free_bytes  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._hf_paths import (  # noqa: F401 pylint: disable=unused-import
-    CHUNK, FILE_MODE, PathError, _copy_new, _link_or_copy, _makedirs_inside, _read_text_nofollow, _remove, check_relpath,
-    create_file, safe_join)
+    CHUNK, CURRENT_LINK, FILE_MODE, PathError, _copy_new, _link_or_copy, _makedirs_inside, _read_text_nofollow, _remove,
+    check_relpath, create_file, model_path, safe_join)
 
 MANIFEST_NAME = ".llm_stack_manifest.json"
 MANIFEST_TMP_NAME = MANIFEST_NAME + ".tmp"

@@ -5,7 +5,7 @@
 
 The role reads the host (module ``vllm_serve_info``: PID 1, the model's
 ``config.json`` and manifest, the venv's vLLM, the service's state), hands
-what it read to ``plan`` (through the ``vllm_serve_plan`` filter) and acts
+what it read to ``plan`` (through the ``vllm_serve_state`` action) and acts
 on the result:
 
 - the service manager (``auto``: systemd when PID 1 is systemd, else
@@ -45,7 +45,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_plan import (  # noqa: F401
     API_KEY_MIN_LENGTH, BENCH_WHEN, INPUTS, MODES, ROLE_ENV, SECRET_ENV, SERVE_KEYS, STOP_GRACE, STOP_TIMEOUT, THRESHOLDS,
     VllmServeError, env_file_text, env_quote, fingerprint, gpu_indexes, heads_of, host_gpu_count, host_gpu_memory,
-    model_dir_of, pid1_mode, plan, read_env_key, secret_problems, serve_inputs, shell_quote, slug, systemd_quote)
+    model_dir_of, pid1_mode, plan, read_env_key, reading_options, secret_problems, serve_inputs, shell_quote, slug, systemd_quote)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import completion_ok, health_verdict, models_lists  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_bench import BENCH_KEYS, bench_result  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_state import (  # noqa: F401

@@ -16,7 +16,7 @@ description:
     attention heads, and the manifest C(.llm_stack_manifest.json) that M(gpufleet.llm_stack.hf_model_verify) writes,
     with its commit and size), the vLLM installed in the venv (its distribution, version, a digest of its C(RECORD),
     and the digest of the C(.llm_stack/vllm.json) record the vllm_source role writes) and the state of the service."
-  - The C(gpufleet.llm_stack.vllm_serve) role feeds the result to the C(gpufleet.llm_stack.vllm_serve_plan) filter,
+  - The C(gpufleet.llm_stack.vllm_serve) role feeds the result to the M(gpufleet.llm_stack.vllm_serve_state) action,
     which makes every decision (plugins/module_utils/vllm_serve.py).
   - "Reading the options of C(vllm serve) imports vLLM (15 to 60 s on a CPU host), so they are kept in
     C(<venv>/.llm_stack/vllm-serve-options.json), keyed by the digest of the C(RECORD) of every vLLM distribution

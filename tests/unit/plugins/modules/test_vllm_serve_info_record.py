@@ -2,7 +2,8 @@
 """vllm_serve_info reads vllm_source's record, and vllm_serve's gate refuses a vLLM whose last checks failed.
 
 The records are those module_utils/vllm.py writes (a failed one names each problem with its fix); the gate's
-message is the filter's (vllm_source_record_refusal) that roles/vllm_serve/tasks/validate.yml adds outside preflight.
+message is record_refusal's (the vllm_source_record_refusal filter's), which the vllm_serve_state action adds to the
+gate's errors outside preflight (roles/vllm_serve/tasks/validate.yml; tests/unit/plugins/action).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -62,8 +63,8 @@ def test_an_unreadable_record_is_not_taken_for_a_failed_one(tmp_path):
 def test_the_gate_refuses_outside_preflight_only():
     with open(VALIDATE) as handle:
         text = handle.read()
-    assert "vllm_source_record_refusal" in text
-    assert "[] if vllm_serve_collect" in text
+    assert 'collect: "{{ vllm_serve_collect }}"' in text
+    assert 'extra_errors: "{{ vllm_serve_state.errors }}"' in text
 
 
 def test_a_program_still_starting_has_its_pid(tmp_path):

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of gpufleet.llm_stack.vllm_serve_state (documented in plugins/modules/vllm_serve_state.py).
+
+vllm_serve's plan, in the controller's worker, in up to three calls of the
+role: before the reading of the host (the service's name and paths, what
+gpufleet.llm_stack.vllm_serve_info is to read, whether the play has read
+the host's GPUs), after it (O(info): the plan the role acts on, and the
+errors its gate judges: the plan's own and, outside preflight, the refusal
+of a vLLM whose record says it failed its checks), and for the 0600
+environment file (O(env_file): its text, which holds the secrets). Every
+decision is a function of module_utils/vllm_serve.py (with vllm.py's
+record_refusal and host_gpus.py's gpus_known); this file only runs them in
+order. It changes nothing on the host and sends nothing there.
+
+Where the task hides its result (no_log: the environment file's call), a
+failure's message is shown all the same; it names the variable, never a
+secret.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known
+
+display = Display()
+
+OPTIONS = dict(
+    inputs=dict(type="dict", required=True),
+    info=dict(type="dict"),
+    api_key=dict(type="str", no_log=True),
+    hf_token=dict(type="str", no_log=True),
+    collect=dict(type="bool", default=False),
+    env_file=dict(type="bool", default=False),
+)
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = False
+
+    def _stop(self, result, msg):
+        result.update(failed=True, msg=msg)
+        if self._task.no_log:
+            display.error("%s (the task's output is hidden: secrets)" % msg, wrap_text=False)
+        return result
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
+        del validation
+        facts = dict((task_vars or {}).get("ansible_facts") or {})
+        info = args["info"]
+        if args["env_file"] and args["api_key"] is None:
+            return self._stop(result, "env_file: the environment file needs api_key (vllm_serve_api_key)")
+        try:
+            plan = vllm_serve.plan(args["inputs"], facts=facts, info=info, api_key=args["api_key"],
+                                   hf_token=args["hf_token"])
+        except vllm_serve.VllmServeError as exc:
+            return self._stop(result, "inputs: %s" % exc)
+        result["changed"] = False
+        if args["env_file"]:
+            # The only result that holds the secrets: the task that asks for it is no_log.
+            try:
+                result["env_file"] = vllm_serve.env_file_text(plan, args["api_key"], args["hf_token"] or "")
+            except vllm_serve.VllmServeError as exc:
+                return self._stop(result, "env_file: %s" % exc)
+            return result
+        result["plan"] = plan
+        if info is None:
+            # Before the reading: what vllm_serve_info reads, and whether the host's GPUs are still to be read.
+            result.update(reading=vllm_serve.reading_options(plan, args["inputs"]), read_gpus=not gpus_known(facts))
+            return result
+        errors = list(plan["errors"])
+        if not args["collect"]:
+            # Outside preflight (which runs before vllm_source checks again): a vLLM whose record says it failed.
+            seen = info.get("vllm")
+            if seen is not None and not isinstance(seen, dict):
+                return self._stop(result, "info: the vllm reading of vllm_serve_info must be a dict, got %s"
+                                  % type(seen).__name__)
+            errors.extend(vllm.record_refusal(seen, plan["venv"]))
+        result["errors"] = errors
+        return result
