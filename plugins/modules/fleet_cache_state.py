@@ -32,7 +32,7 @@ options:
         C(wheelhouse_dest), C(user) - and C(index_url), the URL the fleet reaches the index at
         (C(llm_stack_wheel_index_url); empty, no warning).
       - A directory left out is not checked, but C(data_dir) always is; C(user) left out is not checked.
-      - Its values are the task's no_log values (C(index_url) may hold credentials).
+      - Declared C(no_log) (C(index_url) may hold credentials).
     type: dict
     required: true
 attributes:

@@ -33,7 +33,7 @@ options:
         C(port), C(user), C(service_name), C(cache_size_limit), C(metadata_cache_ttl), C(offline), C(git_repos_dir),
         C(tls_cert), C(tls_key), C(prefix), C(venv), C(config_dir), C(cache_dir) and C(log_dir), each the
         C(hf_mirror_<key>) variable. C(offline) is read as the C(bool) filter reads it.
-      - Its values are the task's no_log values (the upstream URL may hold credentials).
+      - Declared C(no_log) (the upstream URL may hold credentials).
     type: dict
     required: true
   statfs:

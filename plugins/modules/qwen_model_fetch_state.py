@@ -35,12 +35,13 @@ options:
       - The role's variables (the role's C(qwen_model_fetch_inputs)) - C(model), C(revision), C(models_dir),
         C(hf_endpoint), C(upstream_endpoint), C(hf_ca_cert), C(max_workers), C(keep_revisions), C(disk_margin_gb),
         C(checksum), C(seed_host), C(venv), C(include) and C(exclude), each the C(qwen_model_fetch_<key>) variable.
-      - Its values are the task's no_log values (the endpoints may hold credentials).
+      - Declared C(no_log) (the endpoints may hold credentials).
     type: dict
     required: true
   token:
     description:
       - The Hugging Face token (C(qwen_model_fetch_token)); empty for none. Only ever in the command's environment.
+      - Declared C(no_log).
     type: raw
     default: ""
   complete:
