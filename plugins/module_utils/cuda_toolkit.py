@@ -31,6 +31,7 @@ import hashlib
 import os
 import re
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import fetch_url
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvcc as nvcc_utils
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._checksum import parse_checksum
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run as proc_run
@@ -421,6 +422,17 @@ def _empty_state(params, errors):
         "install_check": None, "report": "The toolkit's state was not read: %s" % " ".join(errors),
         "errors": errors, "warnings": [],
     }
+
+
+def runfile_fetch(params):
+    """The run_logged download of the runfile (fetch_url.fetch_command: argv, environment, no_log, shown_url) from
+    params['fetch_url'] to params['fetch_dest'] with the host's python3; None without fetch_url.
+
+    fetch_url.FetchError (its message says what is wrong) for a URL or a destination it cannot take.
+    """
+    if params.get("fetch_url") is None:
+        return None
+    return fetch_url.fetch_command("python3", params["fetch_url"], params.get("fetch_dest"))
 
 
 def read_state(params, run=proc_run, ldconfig="ldconfig", check_mode=False):

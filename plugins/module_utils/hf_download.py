@@ -200,6 +200,30 @@ def seed_host(play_hosts, complete, chosen=""):
     return ""
 
 
+def role_download_options(inputs, download, token=""):
+    """hf_download's options for the download of role qwen_model_fetch (``command`` takes them).
+
+    inputs: the role's variables (qwen_model_fetch_inputs: model, venv, max_workers, include, exclude, hf_endpoint,
+    hf_ca_cert); download: what the role set once the hub resolved the revision (revision: the commit, local_dir,
+    log_path); token: qwen_model_fetch_token, "" for none. The client is the role's own venv's hf; with
+    hf_ca_cert it trusts the CA the role pushed into that venv (SSL_CERT_FILE).
+    """
+    venv = inputs.get("venv")
+    return {
+        "hf": "%s/bin/hf" % (venv,),
+        "repo_id": inputs.get("model"),
+        "revision": download.get("revision"),
+        "local_dir": download.get("local_dir"),
+        "log_path": download.get("log_path"),
+        "max_workers": inputs.get("max_workers"),
+        "include": inputs.get("include"),
+        "exclude": inputs.get("exclude"),
+        "endpoint": inputs.get("hf_endpoint"),
+        "token": token or "",
+        "environment": {"SSL_CERT_FILE": "%s/endpoint-ca.pem" % (venv,)} if inputs.get("hf_ca_cert") else {},
+    }
+
+
 CHECKSUM_CHOICES = ("auto", "always", "never")
 
 

@@ -227,3 +227,9 @@ def cache_size_limit(setting, mounts, cache_dir, statfs=None):
         raise TypeError("hf_mirror_cache_size_limit is auto, but the facts give no size of the filesystem that "
                         "holds %s; set hf_mirror_cache_size_limit to a size such as 500GB" % cache_dir)
     return "%dG" % max(1, int(size * AUTO_SHARE) // 1024 ** 3)
+
+
+def reads_filesystem(setting):
+    """Whether the role reads the size of the cache directory's filesystem on the host (statfs for cache_size_limit):
+    hf_mirror_cache_size_limit is auto, as written."""
+    return setting == "auto"

@@ -129,6 +129,15 @@ options:
         after the installer ran).
     type: bool
     default: false
+  fetch_url:
+    description:
+      - The URL of the runfile (the gate's C(cuda_runfile.url)), where the role downloads it. When set, RV(fetch) is
+        the command of that download to O(fetch_dest).
+    type: str
+  fetch_dest:
+    description:
+      - Where the download of O(fetch_url) puts the runfile on the host (absolute). Needed with O(fetch_url).
+    type: str
   timeout:
     description:
       - Time limit in seconds of each program the module runs.
@@ -417,6 +426,28 @@ install_check:
       - {variable: cuda_toolkit_tmpdir, path: /var/tmp, filesystem_of: /var/tmp, free_mb: 81234}
       - {variable: cuda_toolkit_prefix, path: /usr/local, filesystem_of: /usr/local, free_mb: 81234}
     errors: []
+fetch:
+  description:
+    - With O(fetch_url), the command of a M(gpufleet.llm_stack.run_logged) download of the runfile to O(fetch_dest),
+      with the host's C(python3); null without O(fetch_url).
+    - The URL travels in the environment (C(LLM_STACK_FETCH_URL)), never on the command line; the file appears at
+      O(fetch_dest) only once the whole body arrived.
+  returned: always
+  type: dict
+  contains:
+    argv:
+      description: The command.
+      type: list
+      elements: str
+    environment:
+      description: Its environment (the URL).
+      type: dict
+    no_log:
+      description: Whether the URL holds a user and password (the task that runs the download hides its result).
+      type: bool
+    shown_url:
+      description: The URL without its user and password, for messages.
+      type: str
 errors:
   description: What stops the host before any change, each naming the role variable and the fix.
   returned: always
@@ -428,7 +459,8 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_toolkit import MANAGED_MARKER, read_state
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_toolkit import MANAGED_MARKER, read_state, runfile_fetch
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.fetch_url import FetchError
 
 
 def main():
@@ -454,15 +486,23 @@ def main():
             min_free_mb=dict(type="int", default=0),
             timeout=dict(type="int", default=30),
             require_installed=dict(type="bool", default=False),
+            fetch_url=dict(type="str"),
+            fetch_dest=dict(type="str"),
         ),
+        required_by=dict(fetch_url="fetch_dest"),
         supports_check_mode=True,
     )
     if module.params["timeout"] < 1:
         module.fail_json(msg="timeout is %s; give the time limit of each program in seconds, 1 or more"
                              % module.params["timeout"])
+    try:
+        fetch = runfile_fetch(module.params)
+    except FetchError as exc:
+        module.fail_json(msg=str(exc))
     # PATH first, then /sbin, /usr/sbin and /usr/local/sbin.
     ldconfig = module.get_bin_path("ldconfig")
     state = read_state(module.params, ldconfig=ldconfig, check_mode=module.check_mode)
+    state["fetch"] = fetch
     for warning in state.pop("warnings"):
         module.warn(warning)
     if module.params["require_installed"] and not state.get("installed"):

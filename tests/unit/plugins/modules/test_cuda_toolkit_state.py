@@ -153,3 +153,45 @@ def test_no_ldconfig_anywhere(run_module, h200, monkeypatch):
     result = run_module(cuda_toolkit_state.main, h200["args"])[1]
     assert result["linker"]["error"] == "ldconfig: not found"
     assert result["installed"] is True and result["plan"]["set_ldconfig"] is True
+
+
+RUNFILE_URL = "https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_580.95.05_linux.run"
+
+
+def test_the_download_of_the_runfile_is_the_fetch_command_filters(run_module, h200):
+    """With fetch_url the result carries the run_logged download the role runs: fetch_url.fetch_command's."""
+    from ansible_collections.gpufleet.llm_stack.plugins.filter.fetch import FilterModule
+    dest = h200["base"] + "/var/cache/cuda-toolkit/cuda_13.0.2_580.95.05_linux.run"
+    for check_mode in (False, True):
+        args = dict(h200["args"], fetch_url=RUNFILE_URL, fetch_dest=dest, _ansible_check_mode=check_mode)
+        kind, result, dummy = run_module(cuda_toolkit_state.main, args)
+        assert kind == "exit" and result["installed"] is True
+        assert result["fetch"] == FilterModule().filters()["fetch_command"](RUNFILE_URL, dest)
+        assert result["fetch"]["argv"][0] == "python3" and result["fetch"]["argv"][-1] == dest
+        assert result["fetch"]["environment"] == {"LLM_STACK_FETCH_URL": RUNFILE_URL}
+        assert result["fetch"]["no_log"] is False and RUNFILE_URL not in result["fetch"]["argv"]
+    # Without fetch_url: none.
+    assert run_module(cuda_toolkit_state.main, h200["args"])[1]["fetch"] is None
+
+
+def test_a_url_with_credentials_is_downloaded_hidden(run_module, h200):
+    url = "https://mirror-user:mirror-pw@mirror.example/cuda_13.0.2_580.95.05_linux.run"
+    result = run_module(cuda_toolkit_state.main, dict(h200["args"], fetch_url=url, fetch_dest="/var/tmp/x.run"))[1]
+    assert result["fetch"]["no_log"] is True and result["fetch"]["shown_url"] == "https://mirror.example/" \
+        "cuda_13.0.2_580.95.05_linux.run"
+
+
+@pytest.mark.parametrize("url, dest, msg", [
+    ("", "/var/tmp/x.run", "fetch_command: the URL is empty"),
+    ("ftp://mirror.example/x.run", "/var/tmp/x.run", "fetch_command: 'ftp://mirror.example/x.run' is not an http(s) or"
+                                                     " file URL"),
+    (RUNFILE_URL, "x.run", "fetch_command: the destination must be an absolute path, got 'x.run'"),
+])
+def test_a_download_that_cannot_run_fails_with_the_filters_message(run_module, h200, url, dest, msg):
+    kind, result, dummy = run_module(cuda_toolkit_state.main, dict(h200["args"], fetch_url=url, fetch_dest=dest))
+    assert kind == "fail" and result["msg"] == msg
+
+
+def test_fetch_url_needs_fetch_dest(run_module, h200):
+    kind, result, dummy = run_module(cuda_toolkit_state.main, dict(h200["args"], fetch_url=RUNFILE_URL))
+    assert kind == "fail" and "fetch_dest" in result["msg"]

@@ -1,0 +1,58 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of gpufleet.llm_stack.fleet_cache_state (documented in plugins/modules/fleet_cache_state.py).
+
+The fleet_cache role's check before any change: the cache host's settings
+of the index (every problem listed, the task fails naming the host) and
+what they allow that the fleet does not need (the warnings). The decisions
+are wheel_index.server_problems and wheel_index.server_warnings; this file
+only runs them, in the controller's worker. Nothing on the host is read or
+changed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+
+OPTIONS = dict(
+    # The index URL may hold credentials.
+    inputs=dict(type="dict", required=True, no_log=True),
+)
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
+        del validation
+        task_vars = task_vars or {}
+        facts = task_vars.get("ansible_facts") or {}
+        settings = dict(args["inputs"])
+        index_url = settings.pop("index_url", "")
+        # Facts not gathered: no service manager, taken as systemd.
+        settings["service_mgr"] = facts.get("service_mgr", "")
+        try:
+            problems = wheel_index.server_problems(settings)
+        except wheel_index.WheelIndexError as exc:
+            result.update(failed=True, msg="wheel_index_server_problems: %s" % exc)
+            return result
+        try:
+            warnings = wheel_index.server_warnings({"listen_host": settings.get("listen_host"), "index_url": index_url})
+        except wheel_index.WheelIndexError as exc:
+            result.update(failed=True, msg="wheel_index_server_warnings: %s" % exc)
+            return result
+        result["changed"] = False
+        if problems:
+            host = task_vars.get("inventory_hostname", "")
+            result.update(failed=True, msg="fleet_cache on %s: %s" % (host, " ".join(problems)))
+            return result
+        result["setting_warnings"] = warnings
+        return result

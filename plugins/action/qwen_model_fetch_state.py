@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin of gpufleet.llm_stack.qwen_model_fetch_state (documented in plugins/modules/qwen_model_fetch_state.py).
+
+The qwen_model_fetch role's plan, in the controller's worker: its variables
+checked before any change (every problem listed, the task fails naming the
+host), then, given what the role observed later, the host that downloads
+first (complete: whether each host of the batch holds the revision already)
+and the hf download command (download: the commit, the revision directory
+and the log). The decisions are in module_utils/hf_download.py; this file
+only runs them. Nothing on the host is read or changed.
+
+The command carries the token and the endpoint's password in its
+environment: the task that asks for it hides its result (no_log), and a
+failure's message is shown all the same, with the credentials masked.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+display = Display()
+
+# The settings hf_download.fetch_problems checks, each a key of the role's inputs (the token aside).
+CHECKED = ("model", "revision", "models_dir", "hf_endpoint", "upstream_endpoint", "hf_ca_cert", "max_workers",
+           "keep_revisions", "disk_margin_gb", "checksum", "seed_host")
+
+OPTIONS = dict(
+    # The endpoints may hold credentials.
+    inputs=dict(type="dict", required=True, no_log=True),
+    token=dict(type="raw", default="", no_log=True),
+    complete=dict(type="list", elements="bool"),
+    download=dict(type="dict"),
+)
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
+        del validation
+        task_vars = task_vars or {}
+        inputs = args["inputs"]
+        result["changed"] = False
+        settings = dict((key, inputs[key]) for key in CHECKED if key in inputs)
+        settings["token"] = args["token"]
+        play_hosts = task_vars.get("ansible_play_hosts_all")
+        if play_hosts is not None and not isinstance(play_hosts, (list, tuple)):
+            return self._fail(result, "hf_fetch_problems: play_hosts must be a list (ansible_play_hosts_all)")
+        try:
+            problems = hf_download.fetch_problems(settings, play_hosts)
+        except hf_download.InputError as exc:
+            return self._fail(result, "hf_fetch_problems: %s" % exc)
+        if problems:
+            return self._fail(result, "qwen_model_fetch on %s, nothing was changed: %s"
+                              % (task_vars.get("inventory_hostname", ""), " ".join(problems)))
+        if args["complete"] is not None:
+            failure = self._seed_host(result, task_vars.get("ansible_play_batch"), args["complete"],
+                                      inputs.get("seed_host"))
+            if failure:
+                return self._fail(result, failure)
+        if args["download"] is not None:
+            options = hf_download.role_download_options(inputs, args["download"], args["token"])
+            try:
+                command = hf_download.command(options, progress_bars=True)
+            except hf_download.InputError as exc:
+                return self._fail(result, "hf_download_command: %s" % exc)
+            command.pop("secrets")
+            result["download_command"] = command
+        return result
+
+    def _fail(self, result, msg):
+        result.update(failed=True, msg=msg)
+        if self._task.no_log:
+            display.error("%s (the task's output is hidden: credentials)" % mask_credentials(msg), wrap_text=False)
+        return result
+
+    @staticmethod
+    def _seed_host(result, batch, complete, chosen):
+        """'' with RV(seed_host) set, else the failure (the hf_seed_host filter's messages)."""
+        if not isinstance(batch, (list, tuple)) or not all(isinstance(host, str) for host in batch):
+            return "hf_seed_host: the input must be the list of host names (ansible_play_batch)"
+        if chosen is not None and not isinstance(chosen, str):
+            return ("hf_seed_host: the chosen host (qwen_model_fetch_seed_host) must be a host name, got %s"
+                    % type(chosen).__name__)
+        try:
+            result["seed_host"] = hf_download.seed_host(list(batch), complete, chosen or "")
+        except hf_download.InputError as exc:
+            return "hf_seed_host: %s" % exc
+        return ""

@@ -1,0 +1,94 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: fleet_cache_state
+short_description: Check the settings of the fleet cache host's package index before any change
+version_added: "0.1.0"
+description:
+  - The check of role C(gpufleet.llm_stack.fleet_cache) before any change, as an action plugin that runs in the
+    controller's worker. It reads and changes nothing on the host.
+  - Checks the index's settings (O(inputs)) - the port, the listen address, the directories on the cache host and
+    the ones its systemd unit names, the service user, the controller's wheelhouse, the TLS files on the controller,
+    gunicorn's workers and threads, and the host's service manager (the fact C(service_mgr), when gathered). Any
+    problem fails the task, every problem listed, each naming the variable and the fix.
+  - Returns what the settings allow that the fleet does not need (RV(setting_warnings)), the index listening on every
+    address while the fleet reaches it at one.
+  - The decisions are in C(plugins/module_utils/wheel_index.py) (C(server_problems), C(server_warnings)).
+author:
+  - gpufleet maintainers (@gpufleet)
+options:
+  inputs:
+    description:
+      - The role's variables (the role's C(fleet_cache_inputs)) - C(port), C(listen_host), C(data_dir), C(venv),
+        C(config_dir), C(log_dir), C(wheelhouse), C(tls_cert), C(tls_key), C(workers), C(threads), C(prefix),
+        C(wheelhouse_dest), C(user) - and C(index_url), the URL the fleet reaches the index at
+        (C(llm_stack_wheel_index_url); empty, no warning).
+      - A directory left out is not checked, but C(data_dir) always is; C(user) left out is not checked.
+      - Declared C(no_log) (C(index_url) may hold credentials).
+    type: dict
+    required: true
+attributes:
+  check_mode:
+    support: full
+    description: Reads nothing on the host and changes nothing.
+  diff_mode:
+    support: none
+    description: No diff is produced.
+notes:
+  - The task fails with the message C(fleet_cache on HOST:) followed by every problem.
+seealso:
+  - module: gpufleet.llm_stack.fleet_lock
+"""
+
+EXAMPLES = r"""
+- name: Check the fleet_cache variables before any change
+  gpufleet.llm_stack.fleet_cache_state:
+    inputs:
+      port: 8080
+      listen_host: 0.0.0.0
+      data_dir: /var/lib/fleet-cache
+      venv: /opt/fleet-cache/venv
+      config_dir: /etc/fleet-cache
+      log_dir: /var/log/fleet-cache
+      wheelhouse: ""
+      tls_cert: ""
+      tls_key: ""
+      workers: 2
+      threads: 16
+      prefix: /opt/fleet-cache
+      wheelhouse_dest: /opt/fleet-cache/wheelhouse
+      user: fleet-index
+      index_url: http://10.0.0.5:8080/simple/
+  register: fleet_cache_plan
+
+- name: Show the warnings
+  ansible.builtin.debug:
+    msg: "WARNING: {{ item }}"
+  loop: "{{ fleet_cache_plan.setting_warnings }}"
+"""
+
+RETURN = r"""
+setting_warnings:
+  description: What the settings allow that the fleet does not need (the index listening on every address while the
+    fleet reaches it at one IP address).
+  returned: success
+  type: list
+  elements: str
+  sample:
+    - >-
+      fleet_cache_index_listen_host is '0.0.0.0': the index listens on every interface of this host, but the fleet
+      reaches it at 10.0.0.5 only (llm_stack_wheel_index_url). Set fleet_cache_index_listen_host: "10.0.0.5" so that
+      it listens on that address alone.
+msg:
+  description: On failure, C(fleet_cache on HOST:) and every problem.
+  returned: on failure
+  type: str
+"""

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet_cache_state action: the role's defaults as its vars/main.yml hands them over, checked before any change;
+the same problems, warnings and messages as module_utils/wheel_index.py gives them (and the filters gave them)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+from unittest import mock
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.llm_stack.plugins.action import fleet_cache_state as action_module
+from ansible_collections.gpufleet.llm_stack.plugins.filter.wheel_index import FilterModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+FILTERS = FilterModule().filters()
+
+
+def role_inputs(**changes):
+    """fleet_cache_inputs of roles/fleet_cache/vars/main.yml with the role's defaults (the templated ones by hand)."""
+    with open(os.path.join(REPO, "roles", "fleet_cache", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    with open(os.path.join(REPO, "roles", "fleet_cache", "vars", "main.yml")) as handle:
+        names = yaml.safe_load(handle)["fleet_cache_inputs"]
+    prefix = defaults["fleet_cache_prefix"]
+    rendered = dict(defaults, fleet_cache_venv=prefix + "/venv", fleet_cache_wheelhouse_dest=prefix + "/wheelhouse",
+                    fleet_cache_data_dir="/var/lib/fleet-cache", llm_stack_wheel_index_url="")
+    inputs = {}
+    for key, template in names.items():
+        name = template.strip("{} ").split(" ")[0]
+        inputs[key] = rendered[name]
+    inputs.update(changes)
+    return inputs
+
+
+def run(inputs, facts=None, check_mode=False, hostname="cache-1"):
+    task = mock.MagicMock()
+    task.args = {"inputs": inputs}
+    task.check_mode = check_mode
+    task.async_val = 0
+    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    return action.run(task_vars={"ansible_facts": dict(facts or {}), "inventory_hostname": hostname})
+
+
+def test_the_role_defaults_pass_with_no_warning_in_check_mode_too():
+    inputs = role_inputs()
+    assert set(inputs) == {"port", "listen_host", "data_dir", "venv", "config_dir", "log_dir", "wheelhouse", "tls_cert",
+                           "tls_key", "workers", "threads", "prefix", "wheelhouse_dest", "user", "index_url"}
+    for check_mode in (False, True):
+        result = run(inputs, facts={"service_mgr": "systemd"}, check_mode=check_mode)
+        assert not result.get("failed") and result["changed"] is False and result["setting_warnings"] == []
+
+
+def test_every_problem_in_one_message_naming_the_host_as_the_filter_gave_them():
+    inputs = role_inputs(port="70000", workers=0, user="root")
+    result = run(inputs, facts={"service_mgr": "sysvinit"})
+    settings = dict(inputs, service_mgr="sysvinit")
+    del settings["index_url"]
+    expected = FILTERS["wheel_index_server_problems"](settings)
+    assert len(expected) == 4 and expected == W.server_problems(settings)
+    assert result["failed"] is True and result["msg"] == "fleet_cache on cache-1: " + " ".join(expected)
+    assert "setting_warnings" not in result
+    assert "fleet_cache_index_port is '70000'" in result["msg"] and "PID 1 of this host is sysvinit" in result["msg"]
+
+
+def test_facts_not_gathered_count_as_systemd():
+    assert not run(role_inputs()).get("failed")
+
+
+@pytest.mark.parametrize("listen, url, warned", [
+    ("0.0.0.0", "http://10.0.0.5:8080/simple/", True),
+    ("10.0.0.5", "http://10.0.0.5:8080/simple/", False),
+    ("0.0.0.0", "https://cache-01.example:8080/simple/", False),
+    ("0.0.0.0", "", False),
+])
+def test_listening_on_every_address_for_one_is_a_warning(listen, url, warned):
+    result = run(role_inputs(listen_host=listen, index_url=url))
+    expected = FILTERS["wheel_index_server_warnings"]({"listen_host": listen, "index_url": url})
+    assert result["setting_warnings"] == expected and bool(expected) is warned
+    if warned:
+        assert expected[0].startswith("fleet_cache_index_listen_host is '0.0.0.0'") and "10.0.0.5" in expected[0]
+
+
+def test_the_inputs_are_no_log():
+    assert action_module.OPTIONS["inputs"]["no_log"] is True
