@@ -125,7 +125,7 @@ def test_every_role_has_a_contract():
     contract = contracts()
     assert sorted(contract) == roles()
     for role, entry in contract.items():
-        assert set(entry) <= {"action", "inputs", "plan", "results", "reads"}, role
+        assert set(entry) <= {"action", "plan", "results", "reads"}, role
 
 
 @pytest.mark.parametrize("role", roles())
@@ -150,3 +150,12 @@ def test_a_contract_names_only_what_exists(role):
     sets = role_sets(role)
     for name in entry.get("results") or []:
         assert name in sets, "%s's contract names the result %s, which its tasks never set" % (role, name)
+
+
+@pytest.mark.parametrize("role", roles())
+def test_the_plan_fields_a_contract_names_are_read_by_its_role(role):
+    entry = contracts().get(role) or {}
+    text = "\n".join(uncommented(line) for _path, lines in role_files(role) for line in lines)
+    for field in entry.get("plan") or []:
+        path = "." + field.split(".")[-1]
+        assert re.search(r"%s(?![\w])" % re.escape(path), text), "%s's YAML never reads %s of its action" % (role, field)
