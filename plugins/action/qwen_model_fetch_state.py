@@ -87,7 +87,7 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _seed_host(result, batch, complete, chosen):
-        """'' with RV(seed_host) set, else the failure (the hf_seed_host filter's messages)."""
+        """'' with RV(seed_host) set, else the failure (each message starts with hf_seed_host:, as before)."""
         if not isinstance(batch, (list, tuple)) or not all(isinstance(host, str) for host in batch):
             return "hf_seed_host: the input must be the list of host names (ansible_play_batch)"
         if chosen is not None and not isinstance(chosen, str):

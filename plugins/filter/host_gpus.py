@@ -21,15 +21,6 @@ def host_gpus(facts):
     return gpus.host_gpus(facts)
 
 
-def host_gpus_known(facts):
-    """ansible_facts in, whether the play has read the host's GPUs already out."""
-    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import host_gpus as gpus
-    if not isinstance(facts, dict):
-        raise AnsibleFilterError("host_gpus_known: the input must be ansible_facts (a dict), got %s"
-                                 % type(facts).__name__)
-    return gpus.gpus_known(facts)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"host_gpus": host_gpus, "host_gpus_known": host_gpus_known}
+        return {"host_gpus": host_gpus}

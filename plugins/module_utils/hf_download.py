@@ -4,8 +4,9 @@
 """The ``hf download`` command: its checked input, its argv and its environment.
 
 One implementation for the hf_download module (which runs the command
-itself) and the ``hf_download_command`` filter (which gives it to
-run_logged, as the qwen_model_fetch role does for progress lines). The
+itself) and the ``gpufleet.llm_stack.qwen_model_fetch_state`` action
+(which gives it to the qwen_model_fetch role to run with run_logged, for
+progress lines). The
 token and an endpoint's password reach the client through its environment
 only, never its command line.
 """

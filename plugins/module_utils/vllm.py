@@ -4,7 +4,8 @@
 """Every decision of the vllm_source role, as pure functions.
 
 The role reads the venv (vllm_info), hands what it read to ``plan``
-(through the ``vllm_source_plan`` filter) and acts on the result:
+(through the ``gpufleet.llm_stack.vllm_source_state`` action) and acts on
+the result:
 
 * ``resolve_method``: the method a host uses: ``vllm_source_method`` as
   set, or what ``auto`` (the default) picks there, with the reason (the
@@ -415,7 +416,7 @@ def _plan(inputs, facts, probe, commit):
         build={"requirement": tree, "pip_args": ["--no-build-isolation"]},
         reason=install_reason(v, venv),
     )
-    # What gpufleet.llm_stack.wheel_build_plan reads.
+    # What gpufleet.llm_stack.wheel_build_state plans from (the wheel_build role's inputs).
     result["wheel_build_request"] = {
         "name": "vllm", "key": key, "label": result["label"], "requirement": tree, "cache_dir": v["cache_dir"],
         "venv": v["venv"], "work_dir": v["work_dir"], "wheel_dir": v["wheel_dir"], "log_dir": v["log_dir"],

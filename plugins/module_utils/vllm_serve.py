@@ -30,7 +30,7 @@ names the inventory variable and the fix. Only arguments of the wrong
 shape, a bug of the role, raise ``VllmServeError``.
 
 The code lives in private modules by concern, each name re-exported here
-(the modules, filters and tests import it from vllm_serve): ``_serve_plan``
+(the modules, actions and tests import it from vllm_serve): ``_serve_plan``
 (the plan, the command lines, the environment file, the fingerprint),
 ``_serve_health`` (the health gate), ``_serve_bench`` (the benchmark) and
 ``_serve_state`` (the service's state and the log of a failed start).

@@ -110,8 +110,8 @@ def config_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=
     (its locks are taken with delegate_to), unless cache_host_vars gives the
     connection variables to add it to the job's inventory (an AWX job slice
     holds only its own hosts). ca_cert: llm_stack_wheel_index_ca_cert, a
-    controller file (checked where it is read: the filter runs on the
-    controller).
+    controller file (checked where it is read: the gpufleet.llm_stack.wheel_build_state and
+    gpufleet.llm_stack.flash_attn_build_state actions run on the controller).
     """
     if index_url is None or index_url == "":
         return []

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet_cache_state action: the role's defaults as its vars/main.yml hands them over, checked before any change;
-the same problems, warnings and messages as module_utils/wheel_index.py gives them (and the filters gave them)."""
+the same problems, warnings and messages as module_utils/wheel_index.py gives them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,11 +15,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import fleet_cache_state as action_module
-from ansible_collections.gpufleet.llm_stack.plugins.filter.wheel_index import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-FILTERS = FilterModule().filters()
 
 
 def role_inputs(**changes):
@@ -57,13 +55,13 @@ def test_the_role_defaults_pass_with_no_warning_in_check_mode_too():
         assert not result.get("failed") and result["changed"] is False and result["setting_warnings"] == []
 
 
-def test_every_problem_in_one_message_naming_the_host_as_the_filter_gave_them():
+def test_every_problem_in_one_message_naming_the_host():
     inputs = role_inputs(port="70000", workers=0, user="root")
     result = run(inputs, facts={"service_mgr": "sysvinit"})
     settings = dict(inputs, service_mgr="sysvinit")
     del settings["index_url"]
-    expected = FILTERS["wheel_index_server_problems"](settings)
-    assert len(expected) == 4 and expected == W.server_problems(settings)
+    expected = W.server_problems(settings)
+    assert len(expected) == 4
     assert result["failed"] is True and result["msg"] == "fleet_cache on cache-1: " + " ".join(expected)
     assert "setting_warnings" not in result
     assert "fleet_cache_index_port is '70000'" in result["msg"] and "PID 1 of this host is sysvinit" in result["msg"]
@@ -81,7 +79,7 @@ def test_facts_not_gathered_count_as_systemd():
 ])
 def test_listening_on_every_address_for_one_is_a_warning(listen, url, warned):
     result = run(role_inputs(listen_host=listen, index_url=url))
-    expected = FILTERS["wheel_index_server_warnings"]({"listen_host": listen, "index_url": url})
+    expected = W.server_warnings({"listen_host": listen, "index_url": url})
     assert result["setting_warnings"] == expected and bool(expected) is warned
     if warned:
         assert expected[0].startswith("fleet_cache_index_listen_host is '0.0.0.0'") and "10.0.0.5" in expected[0]

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The hf_mirror_state action: the role's defaults as its vars/main.yml hands them over, checked before any change,
 the warnings, and olah's cache size limit from the reading of the cache directory's filesystem; the same results and
-messages as module_utils/hf_mirror.py gives them (and the filters gave them)."""
+messages as module_utils/hf_mirror.py gives them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,11 +16,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import hf_mirror_state as action_module
-from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_mirror import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror as M
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-FILTERS = FilterModule().filters()
 PASSWORD = "s3cr3t-upstream-pw"
 # The filesystem of /var/lib on the test host: 4096-byte blocks, 2 TiB.
 STATFS = "4096 %d" % (2 * 1024 ** 4 // 4096)
@@ -62,7 +60,7 @@ def test_the_role_defaults_pass_and_the_role_reads_the_filesystem_for_auto():
 
 def test_auto_is_80_percent_of_the_filesystem_read_else_of_the_mounts_fact():
     plan = run(role_inputs(), statfs=STATFS, facts={"mounts": MOUNTS})
-    expected = FILTERS["hf_mirror_cache_size_limit"]("auto", MOUNTS, "/var/lib/hf-mirror", STATFS)
+    expected = M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror", STATFS)
     assert plan["cache_size_limit"] == expected == "1638G"
     # No reading (a stat that printed nothing): the mounts fact.
     assert run(role_inputs(), statfs="", facts={"mounts": MOUNTS})["cache_size_limit"] == "400G"
@@ -76,7 +74,7 @@ def test_a_size_as_set_needs_no_reading(setting, limit):
     assert run(role_inputs(cache_size_limit=setting), statfs="")["cache_size_limit"] == limit
 
 
-def test_auto_without_any_size_fails_as_the_filter_did():
+def test_auto_without_any_size_fails():
     plan = run(role_inputs(), statfs="", facts={})
     assert plan["failed"] is True
     assert plan["msg"] == ("hf_mirror_cache_size_limit: hf_mirror_cache_size_limit is auto, but the facts give no size "
@@ -89,14 +87,14 @@ def test_every_problem_in_one_message_credentials_masked():
                           listen_host='127.0.0.1"\nhf-netloc = "attacker.example',
                           upstream_url="http://admin:%s@127.0.0.1:28917" % PASSWORD)
     plan = run(hostile)
-    expected = FILTERS["hf_mirror_problems"](hostile)
+    expected = M.problems(hostile)
     assert len(expected) == 3 and plan["failed"] is True and plan["msg"] == " ".join(expected)
     assert "hf_mirror_cache_dir is" in plan["msg"] and "hf_mirror_listen_host is" in plan["msg"]
     assert "hf_mirror_upstream_url" in plan["msg"] and PASSWORD not in str(plan)
     assert "setting_warnings" not in plan
 
 
-def test_inputs_that_lack_a_variable_fail_naming_the_filter():
+def test_inputs_that_lack_a_variable_fail_naming_it():
     inputs = role_inputs()
     del inputs["port"]
     assert run(inputs)["msg"] == "hf_mirror_problems: the settings lack port"
@@ -105,7 +103,7 @@ def test_inputs_that_lack_a_variable_fail_naming_the_filter():
 def test_listening_everywhere_while_the_fleet_uses_one_address_is_a_warning():
     inputs = role_inputs(url="http://10.0.0.7:8090")
     plan = run(inputs)
-    assert plan["setting_warnings"] == FILTERS["hf_mirror_warnings"]({"listen_host": "0.0.0.0", "url": inputs["url"]})
+    assert plan["setting_warnings"] == M.warnings({"listen_host": "0.0.0.0", "url": inputs["url"]})
     assert len(plan["setting_warnings"]) == 1 and "10.0.0.7" in plan["setting_warnings"][0]
 
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The qwen_model_fetch_state action: the role's defaults as its vars/main.yml hands them over, checked before any
 change; the seed host of the batch; the hf download command. The same results and messages as
-module_utils/hf_download.py gives them (and the filters gave them), the token never in a message."""
+module_utils/hf_download.py gives them, the token never in a message."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,10 +16,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import qwen_model_fetch_state as action_module
-from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_download import FilterModule
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-FILTERS = FilterModule().filters()
 TOKEN = "hf_" + "t" * 34
 HOSTS = ["gpu-1", "gpu-2", "gpu-3"]
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -68,7 +67,7 @@ def test_every_problem_in_one_message_naming_the_host_token_masked():
     inputs = role_inputs(max_workers=0, seed_host="gpu-9", hf_endpoint="https://user:mirror-pw@cache-01:8090x")
     result = run({"inputs": inputs, "token": TOKEN + " "}, hostname="gpu-2")
     settings = dict((key, inputs[key]) for key in action_module.CHECKED)
-    expected = FILTERS["hf_fetch_problems"](dict(settings, token=TOKEN + " "), HOSTS)
+    expected = H.fetch_problems(dict(settings, token=TOKEN + " "), HOSTS)
     assert len(expected) == 4
     assert result["failed"] is True
     assert result["msg"] == "qwen_model_fetch on gpu-2, nothing was changed: " + " ".join(expected)
@@ -89,7 +88,7 @@ def test_a_null_token_is_no_token():
 def test_the_seed_host_is_the_chosen_one_else_the_first_that_needs_files(complete, chosen, seed):
     result = run({"inputs": role_inputs(seed_host=chosen), "complete": complete})
     assert not result.get("failed") and result["seed_host"] == seed
-    assert seed == FILTERS["hf_seed_host"](HOSTS, complete, chosen)
+    assert seed == H.seed_host(HOSTS, complete, chosen)
 
 
 def test_a_flag_per_host_of_the_batch():
@@ -97,15 +96,16 @@ def test_a_flag_per_host_of_the_batch():
     assert result["failed"] is True and result["msg"] == "hf_seed_host: seed_host: 3 hosts and 2 completeness flags"
 
 
-def test_the_download_command_is_the_filters_with_the_token_only_in_the_environment():
+def test_the_download_command_is_hf_downloads_with_the_token_only_in_the_environment():
     inputs = role_inputs(include=["*.json", "*.safetensors"], max_workers="4")
     result = run({"inputs": inputs, "token": TOKEN, "download": DOWNLOAD}, no_log=True)
     command = result["download_command"]
-    expected = FILTERS["hf_download_command"]({
+    expected = H.command({
         "hf": "/opt/llm-stack/hf-client/bin/hf", "repo_id": "Qwen/Qwen3.5-9B", "revision": COMMIT,
         "local_dir": DOWNLOAD["local_dir"], "log_path": DOWNLOAD["log_path"], "max_workers": "4",
         "include": ["*.json", "*.safetensors"], "exclude": [], "endpoint": "https://huggingface.co", "token": TOKEN,
-        "environment": {}})
+        "environment": {}}, progress_bars=True)
+    expected.pop("secrets")
     assert command == expected
     assert command["argv"][:8] == ["/opt/llm-stack/hf-client/bin/hf", "download", "Qwen/Qwen3.5-9B", "--revision",
                                    COMMIT, "--local-dir", DOWNLOAD["local_dir"], "--max-workers"]
@@ -124,7 +124,7 @@ def test_without_a_token_the_stored_login_is_not_used_and_a_ca_is_trusted(tmp_pa
     assert result["download_command"]["no_log"] is False
 
 
-def test_a_bad_download_input_fails_as_the_filter_did_shown_masked_when_hidden():
+def test_a_bad_download_input_fails_naming_the_option_shown_masked_when_hidden():
     download = dict(DOWNLOAD, local_dir="models/relative")
     with mock.patch.object(action_module.display, "error") as shown:
         result = run({"inputs": role_inputs(), "token": TOKEN, "download": download}, no_log=True)

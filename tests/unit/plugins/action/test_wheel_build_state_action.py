@@ -5,7 +5,8 @@
 build's jobs on the builder, the wheel's name on the index, the index's wheel to install and push_dir's files.
 
 The venv is read by the real torch_info on the fixture host (tests/unit/plugins/conftest.py); the decisions are
-the real module_utils, compared where the role used to call a filter with what that filter returned.
+the real module_utils, compared where the role used to call a filter with what the module_utils function that
+filter called returns.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,10 +20,9 @@ import pytest
 from ansible.plugins.filter.core import to_json
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import wheel_build_state as action_module
-from ansible_collections.gpufleet.llm_stack.plugins.filter import wheel_build as wheel_build_filters
-from ansible_collections.gpufleet.llm_stack.plugins.filter import wheel_index as wheel_index_filters
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build as W
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as WI
 from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
 
 KEY = {"flash_attn": "2.8.3", "torch": "2.13.0+cpu", "python_abi": "cp311", "cxx11_abi": True, "archs": "80"}
@@ -88,10 +88,9 @@ def test_the_plan_reads_the_venv_where_the_caller_did_not(tmp_path, run_module, 
     assert calls == [{"venv": venv, "import_torch": False, "use_record": False, "distributions": ["flash-attn"],
                       "set_facts": False}]
     plan = result["plan"]
-    # The filter the role called before, given the same reading.
+    # What the role got before (wheel_build.plan), given the same reading.
     probe = dict(torch_info_result(run_module, calls[0]))
-    assert {k: plan[k] for k in W.plan(inputs, cached=[])} == wheel_build_filters.wheel_build_plan(
-        dict(inputs, probe=probe))
+    assert {k: plan[k] for k in W.plan(inputs, cached=[])} == W.plan(dict(inputs, probe=probe))
     assert (plan["entry"], plan["installed"], plan["needs_build"]) == (ENTRY, False, True)
     assert (plan["backend"], plan["install"], plan["add_cache_host"], plan["no_log"]) == (
         "controller_cache", True, False, False)
@@ -126,7 +125,7 @@ def test_a_cached_key_needs_no_build_and_the_role_booleans_are_read_as_ansible_d
     assert (plan["preferred"], plan["install"]) == (True, False)
 
 
-def test_the_plan_stops_on_the_inputs_with_the_filters_message(tmp_path):
+def test_the_plan_stops_on_the_inputs_with_wheel_builds_message(tmp_path):
     result = run({"inputs": make_inputs(tmp_path, requirement="")})
     assert result["failed"] is True
     assert result["msg"].startswith("wheel_build needs wheel_build_name, wheel_build_key (a non-empty dict), "
@@ -148,7 +147,7 @@ def test_the_index_backend_and_a_cache_host_outside_the_inventory(tmp_path):
 def test_the_index_settings_stop_every_host_with_every_problem(tmp_path):
     inputs = make_inputs(tmp_path, index_url="ftp://cache", cache_host="")
     result = run({"inputs": inputs})
-    expected = wheel_index_filters.wheel_index_problems("ftp://cache", "", ["gpu-a", "gpu-b"], {}, "")
+    expected = WI.config_problems("ftp://cache", "", ["gpu-a", "gpu-b"], {}, "")
     assert len(expected) == 2 and result["failed"] is True
     assert result["msg"] == " ".join(expected) and result["problems"] == expected
     assert "llm_stack_cache_host is empty" in result["msg"] and "plan" not in result
@@ -178,8 +177,8 @@ def test_the_election_picks_the_preferred_host_then_play_order(tmp_path, backend
     plan = dict(run({"inputs": make_inputs(tmp_path)})["plan"], backend=backend)
     hostvars = states(a=dict(plan, preferred=False), b=dict(plan, preferred=True), c=dict(plan, needs_build=False))
     batch = ["c", "a", "b"]
-    # The filter the role called before.
-    assert wheel_build_filters.wheel_build_builder(batch, hostvars, ENTRY) == "b"
+    # What the role got before (wheel_build.builder over each host's wheel_build_state).
+    assert W.builder(batch, dict((host, hostvars[host]["wheel_build_state"]) for host in batch), ENTRY) == "b"
     mine = run({"plan": plan, "elect": True}, hostname="a", ansible_play_batch=batch, hostvars=hostvars)
     assert (mine["builder"], mine["builds_here"]) == ("b", False)
     assert mine["msg"] == "b builds %s (key %s)%s" % (LABEL, ENTRY, tail)
@@ -200,7 +199,7 @@ def test_an_empty_cache_entry_stops_the_host_with_the_builder_and_its_log(tmp_pa
     plan = run({"inputs": make_inputs(tmp_path)})["plan"]
     result = run({"plan": plan, "look_in_cache": True, "builder": "gpu-b"})
     assert result["failed"] is True
-    assert result["msg"] == wheel_build_filters.wheel_build_cache_problem(plan, [], "flash-attn", "gpu-b", plan["log"])
+    assert result["msg"] == W.cache_problem(plan, [], "flash-attn", "gpu-b", plan["log"])
     assert result["msg"].startswith("No flash-attn wheel in %s on the controller. Its build on gpu-b did not finish"
                                     % plan["cache_entry"])
     # In check mode nothing was built: no stop, nothing to install.
@@ -256,7 +255,7 @@ def test_the_jobs_request_becomes_the_builds_environment_and_log_header(tmp_path
 def test_the_wheels_name_on_the_index(tmp_path):
     plan = run({"inputs": make_inputs(tmp_path)})["plan"]
     result = run({"plan": plan, "built_wheel": "/opt/llm/build/%s/dist/%s" % (ENTRY, WHEEL)})
-    assert result["index_filename"] == wheel_index_filters.wheel_index_filename(WHEEL, ENTRY)
+    assert result["index_filename"] == WI.tagged_filename(WHEEL, ENTRY)
     assert result["index_filename"] == "flash_attn-2.8.3-0%s-cp311-cp311-linux_x86_64.whl" % ENTRY[-12:]
     bad = run({"plan": plan, "built_wheel": "/tmp/flash_attn.tar.gz"})
     assert bad["failed"] is True and bad["msg"] == "'flash_attn.tar.gz' is not the file name of a wheel"
@@ -282,7 +281,7 @@ def test_push_dir_copies_the_files_the_host_lacks():
     local = [{"path": "/c/b.whl", "size": 2}, {"path": "/c/a.whl", "size": 1}, {"path": "/c/d.tar.gz", "size": 4}]
     remote = [{"path": "/h/a.whl", "size": 1}, {"path": "/h/d.tar.gz", "size": 3}]
     result = run({"local_files": local, "remote_files": remote})
-    assert result["missing"] == wheel_build_filters.wheel_build_push_missing(local, remote)
+    assert result["missing"] == W.files_to_push(local, remote)
     assert [f["path"] for f in result["missing"]] == ["/c/b.whl", "/c/d.tar.gz"]
     assert run({"local_files": [], "remote_files": []})["missing"] == []
     bad = run({"local_files": [{"size": 1}], "remote_files": []})

@@ -145,3 +145,17 @@ def test_credentials_stay_in_the_environment(user, password):
     assert command["argv"][-1] == "/var/cache/cuda.run"
     assert command["shown_url"] == "https://mirror.example/cuda.run"
     assert command["no_log"] is True
+
+
+# The call module_utils/cuda_toolkit.py makes for the cuda_toolkit_state module.
+
+def test_fetch_command_returns_the_run_logged_command():
+    cmd = F.fetch_command("python3", "https://u:p@mirror/cuda.run", "/var/cache/cuda.run")
+    assert cmd["argv"][0] == "python3" and cmd["argv"][-1] == "/var/cache/cuda.run"
+    assert cmd["environment"] == {"LLM_STACK_FETCH_URL": "https://u:p@mirror/cuda.run"}
+    assert cmd["no_log"] is True
+
+
+def test_fetch_command_of_a_relative_dest_is_refused():
+    with pytest.raises(F.FetchError, match="absolute path"):
+        F.fetch_command("python3", "https://mirror/cuda.run", "cuda.run")

@@ -678,3 +678,56 @@ def test_reading_options_read_what_nobody_said():
 def test_reading_and_gate_options_refuse_wrong_shapes(call):
     with pytest.raises(F.FlashAttnError):
         call()
+
+
+# The calls gpufleet.llm_stack.flash_attn_build_state makes: plan, with_jobs, build_result, check_result, no_log.
+
+ROLE_INPUTS = {"version": "2.8.3", "venv": "/opt/llm-stack/venv", "arch_list": "8.0;9.0", "cache_dir": "/c",
+               "wheel_dir": "/opt/llm-stack/wheels", "cpu_only_test_host": True, "hostname": "a"}
+ROLE_TORCH = {"info": {"venv_exists": True, "python": {"abi_tag": "cp311"},
+                       "torch": {"version": "2.13.0+cpu", "cuda": None, "cuda_build": "cpu", "cxx11_abi": True}},
+              "unmet": []}
+
+
+def test_role_plan_then_jobs():
+    plan = F.plan(ROLE_INPUTS, facts={}, torch=ROLE_TORCH)
+    assert plan["ok"] and plan["key"]["archs"] == "80;90"
+    built = F.with_jobs(plan, {"processor_vcpus": 2, "memory_mb": {"nocache": {"free": 20480}}})
+    assert (built["environment"]["MAX_JOBS"], built["environment"]["NVCC_THREADS"]) == ("1", "2")
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: F.plan(dict(ROLE_INPUTS, flash_attn_build_venv="/v")), "unknown input(s)"),
+    (lambda: F.with_jobs(F.plan(ROLE_INPUTS), {}), "made with the venv's torch"),
+    (lambda: F.plan({"inputs": ROLE_INPUTS, "input_problems": {"errors": []}}), "an earlier plan"),
+])
+def test_role_wrong_inputs_raise(call, message):
+    with pytest.raises(F.FlashAttnError) as err:
+        call()
+    assert message in str(err.value)
+
+
+def test_role_result_of_a_plan_that_ran_the_build_tasks():
+    plan = F.plan(ROLE_INPUTS, facts={}, torch=ROLE_TORCH)
+    result = F.build_result(plan, {"source": "built", "compiled": True, "wheel": "w.whl"})
+    assert result == {"version": "2.8.3", "build_key": plan["entry"], "arch_list": "8.0;9.0", "wheel": "w.whl",
+                      "source": "built", "compiled": True}
+
+
+def test_role_check_result_of_a_registered_script():
+    printed = {"ok": True, "problems": [], "skipped": [], "version": "2.8.3", "elf_archs": [80, 90]}
+    result = F.check_result("FLASH_ATTN_CHECK " + json.dumps(printed), 0, "")
+    assert result["ok"] and result["summary"] == "flash-attn 2.8.3 works (kernels: sm80, sm90)."
+    skipped = F.check_result(None, None, "")
+    assert not skipped["ok"] and skipped["failure"].startswith("the check printed no result (exit ?)")
+
+
+def test_role_plan_again_from_the_first_plan():
+    first = F.plan(ROLE_INPUTS, facts={})
+    assert F.plan(first, facts={}, torch=ROLE_TORCH) == F.plan(ROLE_INPUTS, facts={}, torch=ROLE_TORCH)
+
+
+def test_role_no_log_of_the_inputs_and_of_a_plan():
+    secret = dict(ROLE_INPUTS, index_url="https://u:p@pypi.example/simple")
+    assert F.no_log(secret) and not F.no_log(ROLE_INPUTS)
+    assert F.no_log(F.plan(secret, facts={}))

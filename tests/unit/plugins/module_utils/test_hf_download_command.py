@@ -10,18 +10,15 @@ __metaclass__ = type
 import base64
 
 import pytest
-from ansible.errors import AnsibleFilterError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_download import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
 TOKEN = "hf_" + "x" * 30
 BASE = {"hf": "/opt/venv/bin/hf", "repo_id": "Qwen/Qwen3.5-9B", "revision": "a" * 40,
         "local_dir": "/opt/llm-stack/models/Qwen/Qwen3.5-9B/" + "a" * 40, "log_path": "/var/log/llm-stack/fetch.log"}
-FILTER = FilterModule().filters()["hf_download_command"]
 
 
 def test_role_command_has_the_modules_argv_and_keeps_progress_bars():
@@ -59,21 +56,12 @@ def test_token_and_endpoint_password_only_in_the_environment():
 def test_bad_options_are_refused_naming_them(change, option):
     with pytest.raises(H.InputError, match=option):
         H.command(dict(BASE, **change))
-    with pytest.raises(AnsibleFilterError, match=option):
-        FILTER(dict(BASE, **change))
 
 
 def test_refusal_masks_the_token():
     with pytest.raises(H.InputError) as err:
         H.command(dict(BASE, token=TOKEN, include=["-" + TOKEN]))
     assert TOKEN not in str(err.value)
-
-
-def test_filter_drops_the_secret_list():
-    result = FILTER(dict(BASE, token=TOKEN))
-    assert "secrets" not in result and result["no_log"] is True
-    with pytest.raises(AnsibleFilterError, match="dict"):
-        FILTER("Qwen/Qwen3.5-9B")
 
 
 @settings(max_examples=60)
@@ -86,36 +74,19 @@ def test_patterns_pass_through_in_order(patterns):
 
 # --- the seed host -----------------------------------------------------------
 
-SEED = FilterModule().filters()["hf_seed_host"]
-
-
 def test_seed_host_is_the_chosen_one_else_the_first_that_needs_files():
     hosts = ["gpu-1", "gpu-2", "gpu-3"]
-    assert SEED(hosts, [True, False, False]) == "gpu-2"
-    assert SEED(hosts, [False, False, False]) == "gpu-1"
-    assert SEED(hosts, [True, True, True]) == ""
-    assert SEED(hosts, [True, True, True], "gpu-3") == "gpu-3"
-    assert SEED(hosts, [False, False, False], "gpu-2") == "gpu-2"
-    assert SEED([], []) == ""
+    assert H.seed_host(hosts, [True, False, False]) == "gpu-2"
+    assert H.seed_host(hosts, [False, False, False]) == "gpu-1"
+    assert H.seed_host(hosts, [True, True, True]) == ""
+    assert H.seed_host(hosts, [True, True, True], "gpu-3") == "gpu-3"
+    assert H.seed_host(hosts, [False, False, False], "gpu-2") == "gpu-2"
+    assert H.seed_host([], []) == ""
 
 
 def test_seed_host_refuses_flags_that_do_not_match_the_hosts():
-    with pytest.raises(AnsibleFilterError, match="3 hosts and 2 completeness flags"):
-        SEED(["a", "b", "c"], [True, False])
-
-
-@pytest.mark.parametrize("hosts, flags, chosen", [
-    (5, [True], ""),                   # was: TypeError, int is not iterable
-    ("gpu-1", [True], ""),             # a name, not the list of hosts
-    ([["gpu-1"]], [True], ""),
-    (["gpu-1"], None, ""),
-    (["gpu-1"], 1, ""),
-    (["gpu-1"], [False], ["gpu-1"]),   # was: the list came back as the host's name
-    (["gpu-1"], [False], 3),
-])
-def test_seed_host_of_wrong_types_is_a_clear_error(hosts, flags, chosen):
-    with pytest.raises(AnsibleFilterError, match="hf_seed_host"):
-        SEED(hosts, flags, chosen)
+    with pytest.raises(H.InputError, match="3 hosts and 2 completeness flags"):
+        H.seed_host(["a", "b", "c"], [True, False])
 
 
 @settings(max_examples=200, deadline=None)
@@ -123,7 +94,7 @@ def test_seed_host_of_wrong_types_is_a_clear_error(hosts, flags, chosen):
 def test_seed_host_property(pairs):
     hosts = [pair[0] for pair in pairs]
     flags = [pair[1] for pair in pairs]
-    first = SEED(hosts, flags)
+    first = H.seed_host(hosts, flags)
     if all(flags):
         assert first == ""
     else:

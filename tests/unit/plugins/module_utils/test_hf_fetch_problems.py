@@ -1,22 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""qwen_model_fetch's input checks (hf_fetch_problems): the hub modules' own rules, a message per variable."""
+"""qwen_model_fetch's input checks (hf_download.fetch_problems): the hub modules' own rules, a message per variable."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import pytest
-from ansible.errors import AnsibleFilterError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_download import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_hub
 
-FILTER = FilterModule().filters()["hf_fetch_problems"]
 TOKEN = "hf_" + "y" * 30
 # The role's defaults with the test fleet's mirror, as the inventory hands them over (numbers as strings too).
 GOOD = {"model": "Qwen/Qwen3.5-9B", "revision": "main", "models_dir": "/opt/llm-stack/models",
@@ -28,8 +25,8 @@ HOSTS = ["gpu-1", "gpu-2"]
 
 def test_the_defaults_pass():
     assert H.fetch_problems(GOOD, HOSTS) == []
-    assert FILTER(dict(GOOD, seed_host="gpu-2", token=TOKEN, revision="a" * 40), HOSTS) == []
-    assert FILTER(dict(GOOD, token=None)) == []
+    assert H.fetch_problems(dict(GOOD, seed_host="gpu-2", token=TOKEN, revision="a" * 40), HOSTS) == []
+    assert H.fetch_problems(dict(GOOD, token=None)) == []
 
 
 @pytest.mark.parametrize("change, start", [
@@ -72,10 +69,8 @@ def test_the_model_rule_is_the_hub_modules_rule():
 def test_wrong_shapes():
     with pytest.raises(H.InputError):
         H.fetch_problems("Qwen/Qwen3.5-9B")
-    with pytest.raises(AnsibleFilterError):
-        FILTER(GOOD, "gpu-1")
-    with pytest.raises(AnsibleFilterError):
-        FILTER(None)
+    with pytest.raises(H.InputError):
+        H.fetch_problems(None)
 
 
 @settings(max_examples=200, deadline=None)

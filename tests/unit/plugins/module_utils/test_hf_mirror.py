@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""hf_mirror's input checks (hf_mirror_problems): a message per variable, nothing olah.toml or the unit cannot hold."""
+"""hf_mirror's input checks (hf_mirror.problems): a message per variable, nothing olah.toml or the unit cannot hold."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -11,14 +11,11 @@ import os
 
 import pytest
 import yaml
-from ansible.errors import AnsibleFilterError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpufleet.llm_stack.plugins.filter.hf_mirror import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror as M
 
-FILTER = FilterModule().filters()["hf_mirror_problems"]
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
 PASSWORD = "s3cr3t-upstream-pw"
 
@@ -48,7 +45,7 @@ def test_the_role_defaults_and_the_test_fleets_settings_pass():
                         upstream_url="http://127.0.0.1:28917", upstream_lfs_netloc="127.0.0.1:28917",
                         metadata_cache_ttl="0", cache_size_limit="2TB") == []
     assert problems_for(offline=True, git_repos_dir="/srv/hf-repos") == []
-    assert FILTER(GOOD) == []
+    assert M.problems(GOOD) == []
 
 
 @pytest.mark.parametrize("option, value, expect", [
@@ -127,11 +124,11 @@ def test_credentials_in_a_url_are_refused_and_never_shown():
         assert PASSWORD not in found[0]
 
 
-def test_bad_input_to_the_filter():
-    with pytest.raises(AnsibleFilterError, match="must be a dict"):
-        FILTER(["https://huggingface.co"])
-    with pytest.raises(AnsibleFilterError, match="lack log_dir"):
-        FILTER(dict((k, v) for k, v in GOOD.items() if k != "log_dir"))
+def test_bad_input_to_problems():
+    with pytest.raises(TypeError, match="must be a dict"):
+        M.problems(["https://huggingface.co"])
+    with pytest.raises(TypeError, match="lack log_dir"):
+        M.problems(dict((k, v) for k, v in GOOD.items() if k != "log_dir"))
 
 
 UNSAFE = st.sampled_from(['"', "\\", "\n", "\r", "\x00", "\x1b", "\x7f"])
@@ -236,13 +233,9 @@ def test_cache_size_limit_auto_is_80_percent_of_the_cache_filesystem():
         M.cache_size_limit("auto", [{"mount": "/opt"}], "/var/lib/hf-mirror")
 
 
-def test_cache_size_limit_filter_refuses_wrong_types():
-    limit = FilterModule().filters()["hf_mirror_cache_size_limit"]
-    assert limit("auto", MOUNTS, "/var/lib/hf-mirror") == "1600G"
-    with pytest.raises(AnsibleFilterError, match="ansible_facts.mounts"):
-        limit("auto", {"mount": "/"}, "/var/lib/hf-mirror")
-    with pytest.raises(AnsibleFilterError, match="must be a string"):
-        limit(5, MOUNTS, "/var/lib/hf-mirror")
+def test_cache_size_limit_refuses_a_setting_that_is_no_string():
+    with pytest.raises(TypeError, match="must be a string"):
+        M.cache_size_limit(5, MOUNTS, "/var/lib/hf-mirror")
 
 
 def test_cache_size_limit_auto_reads_the_filesystem_first():
@@ -257,7 +250,7 @@ def test_cache_size_limit_auto_reads_the_filesystem_first():
     assert M.cache_size_limit("auto", MOUNTS, "/var/lib/hf-mirror", "") == "1600G"
     with pytest.raises(TypeError, match="set hf_mirror_cache_size_limit to a size"):
         M.cache_size_limit("auto", [], "/var/lib/hf-mirror", "stat: cannot read file system information")
-    assert FilterModule().filters()["hf_mirror_cache_size_limit"]("auto", [], "/x", "512 4194304") == "1G"
+    assert M.cache_size_limit("auto", [], "/x", "512 4194304") == "1G"
 
 
 # --- Directories are absolute and normalized; the service user is one, and not root ---
@@ -299,16 +292,13 @@ def test_the_mirror_does_not_run_as_root():
 
 # --- Listening on every address while the fleet reaches the mirror at one: a warning ---
 
-WARNINGS = FilterModule().filters()["hf_mirror_warnings"]
-
-
 @pytest.mark.parametrize("listen, url, address", [
     ("0.0.0.0", "http://10.0.0.7:8090", "10.0.0.7"),
     ("::", "https://[fd00::7]:8090", "fd00::7"),
     ("0.0.0.0", "https://127.0.0.1:28918", "127.0.0.1"),
 ])
 def test_listening_everywhere_for_one_address_is_a_warning(listen, url, address):
-    found = WARNINGS({"listen_host": listen, "url": url})
+    found = M.warnings({"listen_host": listen, "url": url})
     assert len(found) == 1 and found[0].startswith("hf_mirror_listen_host is '%s': the mirror listens on every interface"
                                                    % listen)
     assert "at %s only (hf_mirror_url)" % address in found[0] and 'Set hf_mirror_listen_host: "%s"' % address in found[0]
@@ -328,6 +318,6 @@ def test_no_warning(listen, url):
     assert M.warnings(dict(GOOD)) == []
 
 
-def test_bad_input_to_the_warnings_filter():
-    with pytest.raises(AnsibleFilterError, match="hf_mirror_warnings: the settings must be a dict"):
-        WARNINGS("0.0.0.0")
+def test_bad_input_to_warnings():
+    with pytest.raises(TypeError, match="the settings must be a dict"):
+        M.warnings("0.0.0.0")

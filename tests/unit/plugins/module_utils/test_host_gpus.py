@@ -12,7 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.llm_stack.plugins.filter.host_gpus import FilterModule
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known, host_gpus
 
 FILTER = FilterModule().filters()["host_gpus"]
 # gpu_facts on the H200 host (docs/validation/h200.md item 6)
@@ -50,7 +50,7 @@ def test_flash_attn_reads_the_same():
     ({"llm_stack_host": {"gpu": {"count": 0}}}, True)])
 def test_gpus_known(facts, known):
     """A role reads the GPUs itself only where neither preflight's contract nor a GPU reading is in the facts."""
-    assert FilterModule().filters()["host_gpus_known"](facts) is known
+    assert gpus_known(facts) is known
 
 
 def test_not_facts():

@@ -17,8 +17,8 @@ import copy
 import json
 import os
 
-from ansible_collections.gpufleet.llm_stack.plugins.filter.vllm import vllm_source_verdict
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 
 # vllm_info's reading of vLLM 0.20.2's release wheel on the H200 host (docs/validation/h200-serving.md): the kernels of
 # vllm/_C.abi3.so as cuobjdump listed them there; the libraries the release's loader loads at start are those of its
@@ -88,18 +88,18 @@ def test_a_listing_without_the_hosts_arch_fails():
     assert any("vllm/_C.abi3.so has no kernels for sm_90" in p for p in result["problems"])
 
 
-# The filter reads the host's capabilities as every role does (flash_attn.host_gpus).
+# gpufleet.llm_stack.vllm_source_state reads the host's capabilities as every role does (module_utils/host_gpus).
 
-def test_filter_takes_the_caps_from_preflight_or_gpu_facts():
+def test_verdict_takes_the_caps_from_preflight_or_gpu_facts():
     after = {"info": dict(H200_AFTER["info"])}
     ext = dict(after["info"]["vllm"]["extension"], kernels={"_C.abi3.so": {"archs": ["sm_80", "sm_86"]}})
     after["info"]["vllm"] = dict(after["info"]["vllm"], extension=ext)
     for facts in ({"llm_stack_host": {"gpu": {"compute_caps": ["9.0"], "count": 1}}},
                   {"gpu_compute_caps": ["9.0"], "gpu_count": 1}):
-        result = vllm_source_verdict(after, wheel_plan(), before=BEFORE, facts=facts)
+        result = V.verdict(wheel_plan(), BEFORE, after, list(host_gpus(facts)["compute_caps"]))
         assert any("no kernels for sm_90" in p for p in result["problems"])
-    assert vllm_source_verdict(H200_AFTER, wheel_plan(), before=BEFORE, facts={})["checks"]["extension"]["ok"]
-    explicit = vllm_source_verdict(after, wheel_plan(), before=BEFORE, host_caps=["8.6"], facts={"gpu_compute_caps": ["9.0"]})
+    assert V.verdict(wheel_plan(), BEFORE, H200_AFTER, list(host_gpus({})["compute_caps"]))["checks"]["extension"]["ok"]
+    explicit = V.verdict(wheel_plan(), BEFORE, after, host_caps=["8.6"])
     assert not any("no kernels" in p for p in explicit["problems"])
 
 

@@ -628,3 +628,21 @@ def test_the_gpu_wait_asks_for_the_memory_of_the_gpus_vllm_takes():
     # the CPU-only test host uses no GPU
     assert plan(facts=gpus(0), cpu_only_test_host=True)["gpu_wait"]["gpus"] == []
     assert V.gpu_indexes({}, 0) == [] and V.gpu_indexes(None, 2) == [0, 1]
+
+
+# The calls gpufleet.llm_stack.vllm_serve_state makes: plan and env_file_text.
+
+def test_role_plan_and_env_file():
+    plan = V.plan({"model": "Qwen/Qwen3-tiny", "user": "vllm", "port": 8000, "config_dir": "/etc/x",
+                   "cache_dir": "/c", "log_dir": "/l", "benchmark_dir": "/b", "prefix_venv": "/v"},
+                  facts={}, info={"pid1": "sleep"}, api_key="k-1")
+    assert plan["mode"] == "supervisord" and plan["service"] == "vllm-qwen-qwen3-tiny"
+    assert "k-1" not in str(plan)
+    assert "VLLM_API_KEY='k-1'" in V.env_file_text(plan, "k-1", "")
+
+
+def test_role_bad_shapes_raise():
+    with pytest.raises(V.VllmServeError, match="unknown input"):
+        V.plan({"nope": 1})
+    with pytest.raises(V.VllmServeError):
+        V.env_file_text({}, "k", "")

@@ -171,3 +171,34 @@ def test_files_to_push_property(local, remote):
     pushed = W.files_to_push([_f("/c/" + n, s) for n, s in local.items()], [_f("/h/" + n, s) for n, s in remote.items()])
     names = {f["path"][3:] for f in pushed}
     assert names == {n for n, s in local.items() if remote.get(n) != s}
+
+
+# The calls gpufleet.llm_stack.wheel_build_state makes, with the role's shapes.
+
+def test_role_plan_errors_name_the_variable(tmp_path):
+    with pytest.raises(W.WheelBuildError, match="wheel_build_requirement"):
+        W.plan({"name": "x", "key": {"a": "1"}, "cache_dir": str(tmp_path)})
+    plan = W.plan({"name": "x", "key": {"a": "1"}, "requirement": "x==1", "cache_dir": str(tmp_path)})
+    assert plan["needs_build"] is True
+
+
+def test_role_builder_reads_each_hosts_state():
+    states = {"a": {"entry": "e", "needs_build": True, "preferred": False},
+              "b": {"entry": "e", "needs_build": True, "preferred": True},
+              "c": None}
+    assert W.builder(["c", "a", "b"], states, "e") == "b"
+    assert W.builder(["c", "a"], states, "e") == "a"
+    assert W.builder(["c"], states, "e") == ""
+
+
+def test_role_cache_problem():
+    state = {"cache_entry": "/c/e", "needs_build": False}
+    assert W.cache_problem(state, ["/c/e/x.whl"], "flash-attn", "", "") == ""
+    assert W.cache_problem(state, [], "flash-attn", "", "").startswith("No flash-attn wheel in /c/e")
+
+
+def test_role_push_missing():
+    local = [{"path": "/c/a.whl", "size": 1}, {"path": "/c/b.whl", "size": 2}]
+    assert W.files_to_push(local, [{"path": "/h/a.whl", "size": 1}]) == [{"path": "/c/b.whl", "size": 2}]
+    with pytest.raises(W.WheelBuildError, match="needs a path"):
+        W.files_to_push([{}], [])

@@ -276,3 +276,43 @@ def test_server_warnings_needs_a_dict():
     assert W.server_warnings({}) == []
     with pytest.raises(W.WheelIndexError):
         W.server_warnings("0.0.0.0")
+
+
+# The calls gpufleet.llm_stack.wheel_build_state and gpufleet.llm_stack.fleet_cache_state make, with the roles' shapes.
+
+def test_role_filename():
+    assert W.tagged_filename("flash_attn-2.8.3-py3-none-any.whl", "x-ef7beb2c6e35") == \
+        "flash_attn-2.8.3-0ef7beb2c6e35-py3-none-any.whl"
+    with pytest.raises(W.WheelIndexError):
+        W.tagged_filename("flash_attn-2.8.3.tar.gz", "x-ef7beb2c6e35")
+
+
+def test_role_problems():
+    assert W.config_problems("http://c:8080", "c", ["c", "g"]) == []
+    assert len(W.config_problems("http://c:8080", "", ["c"])) == 1
+
+
+def test_role_server_problems():
+    settings = {"port": 8080, "listen_host": "0.0.0.0", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
+                "tls_cert": "", "tls_key": "", "service_mgr": ""}
+    assert W.server_problems(settings) == []
+    assert "fleet_cache_index_port" in W.server_problems(dict(settings, port=99999))[0]
+    with pytest.raises(W.WheelIndexError):
+        W.server_problems("8080")
+
+
+def test_role_server_problems_of_the_user_and_the_directories():
+    settings = {"port": 8080, "listen_host": "0.0.0.0", "data_dir": "/var/lib/fleet-cache", "wheelhouse": "",
+                "tls_cert": "", "tls_key": "", "service_mgr": "", "user": "fleet-index", "prefix": "/opt/fleet-cache",
+                "wheelhouse_dest": "/opt/fleet-cache/wheelhouse"}
+    assert W.server_problems(settings) == []
+    found = W.server_problems(dict(settings, user="root", data_dir="/var/lib/../fleet-cache"))
+    assert [p.split(" ")[0] for p in found] == ["fleet_cache_data_dir", "fleet_cache_user"]
+
+
+def test_role_server_warnings():
+    assert W.server_warnings({"listen_host": "0.0.0.0", "index_url": "https://cache-1:8080"}) == []
+    found = W.server_warnings({"listen_host": "0.0.0.0", "index_url": "https://10.0.0.5:8080"})
+    assert len(found) == 1 and "fleet_cache_index_listen_host" in found[0] and "10.0.0.5" in found[0]
+    with pytest.raises(W.WheelIndexError):
+        W.server_warnings(["0.0.0.0"])

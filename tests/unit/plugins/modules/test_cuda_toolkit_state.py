@@ -158,15 +158,15 @@ def test_no_ldconfig_anywhere(run_module, h200, monkeypatch):
 RUNFILE_URL = "https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_580.95.05_linux.run"
 
 
-def test_the_download_of_the_runfile_is_the_fetch_command_filters(run_module, h200):
+def test_the_download_of_the_runfile_is_fetch_command(run_module, h200):
     """With fetch_url the result carries the run_logged download the role runs: fetch_url.fetch_command's."""
-    from ansible_collections.gpufleet.llm_stack.plugins.filter.fetch import FilterModule
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import fetch_url
     dest = h200["base"] + "/var/cache/cuda-toolkit/cuda_13.0.2_580.95.05_linux.run"
     for check_mode in (False, True):
         args = dict(h200["args"], fetch_url=RUNFILE_URL, fetch_dest=dest, _ansible_check_mode=check_mode)
         kind, result, dummy = run_module(cuda_toolkit_state.main, args)
         assert kind == "exit" and result["installed"] is True
-        assert result["fetch"] == FilterModule().filters()["fetch_command"](RUNFILE_URL, dest)
+        assert result["fetch"] == fetch_url.fetch_command("python3", RUNFILE_URL, dest)
         assert result["fetch"]["argv"][0] == "python3" and result["fetch"]["argv"][-1] == dest
         assert result["fetch"]["environment"] == {"LLM_STACK_FETCH_URL": RUNFILE_URL}
         assert result["fetch"]["no_log"] is False and RUNFILE_URL not in result["fetch"]["argv"]

@@ -2,7 +2,7 @@
 """vllm_serve_info reads vllm_source's record, and vllm_serve's gate refuses a vLLM whose last checks failed.
 
 The records are those module_utils/vllm.py writes (a failed one names each problem with its fix); the gate's
-message is record_refusal's (the vllm_source_record_refusal filter's), which the vllm_serve_state action adds to the
+message is module_utils/vllm.py's record_refusal, which the gpufleet.llm_stack.vllm_serve_state action adds to the
 gate's errors outside preflight (roles/vllm_serve/tasks/validate.yml; tests/unit/plugins/action).
 """
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gpufleet.llm_stack.plugins.filter.vllm import vllm_source_record_refusal
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.vllm import record_refusal
 from ansible_collections.gpufleet.llm_stack.plugins.modules import vllm_serve_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,13 +35,13 @@ def seen(tmp_path, record):
 def test_no_record_and_a_passed_one_are_served(tmp_path):
     found = seen(tmp_path, None)
     assert found["record_ok"] is None and found["record_sha256"] is None
-    assert vllm_source_record_refusal(found, "/opt/torch/.venv") == []
+    assert record_refusal(found, "/opt/torch/.venv") == []
 
 
 def test_a_record_of_the_first_format_passed(tmp_path):
     # Format 1 wrote only the records of checks that passed.
     found = seen(tmp_path, {"format": 1, "version": "0.26.0", "checks": {}})
-    assert found["record_ok"] is True and vllm_source_record_refusal(found, "/v") == []
+    assert found["record_ok"] is True and record_refusal(found, "/v") == []
 
 
 def test_a_failed_record_is_refused_with_its_fix(tmp_path):
@@ -50,7 +50,7 @@ def test_a_failed_record_is_refused_with_its_fix(tmp_path):
                " flashinfer-python==0.6.14 into /opt/torch/.venv")
     found = seen(tmp_path, {"format": 2, "ok": False, "version": "0.26.0", "problems": [problem]})
     assert found["record_ok"] is False and found["record_problems"] == [problem]
-    refusal = vllm_source_record_refusal(found, "/opt/torch/.venv")
+    refusal = record_refusal(found, "/opt/torch/.venv")
     assert len(refusal) == 1 and "install flashinfer-python==0.6.14" in refusal[0]
     assert "vLLM 0.26.0 in /opt/torch/.venv failed its checks" in refusal[0]
 
