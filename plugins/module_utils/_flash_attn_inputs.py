@@ -171,7 +171,7 @@ def checked_inputs(inputs):
         if not isinstance(values, dict) or not isinstance(problems, dict) or \
                 not all(isinstance(problems.get(key), list) for key in ("errors", "gated")):
             raise FlashAttnError("an earlier plan needs its inputs (a dict) and input_problems (errors and gated,"
-                                 " lists); make it with this filter")
+                                 " lists); make it with flash_attn.plan")
         return dict(values), list(problems["errors"]), list(problems["gated"])
     return read_inputs(inputs)
 

@@ -493,7 +493,7 @@ def build_result(build_plan, outcome=None):
 def jobs_request(build_plan):
     """What wheel_build needs to work out the build's jobs on the builder (_build_env.jobs_request)."""
     if not isinstance(build_plan, dict) or not isinstance(build_plan.get("environment"), dict):
-        raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn_build_plan(torch=...))")
+        raise FlashAttnError("with_jobs needs a plan made with the venv's torch (flash_attn.plan(torch=...))")
     env = build_plan["environment"]
     torch = _dict(build_plan.get("torch"))
     if build_plan.get("cpu_only_test_host"):
