@@ -27,15 +27,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import split_reading
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
-display = Display()
 
 READER = "gpufleet.llm_stack.torch_info"
 
@@ -67,40 +64,29 @@ def jobs_request(build_plan):
     return flash_attn.jobs_request(build_plan)
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
+    ARGSPEC = dict(required_one_of=[["inputs", "plan", "check_output"]],
+                   mutually_exclusive=[["inputs", "plan", "check_output"]],
+                   required_by={"inputs": ("torch_version",), "group": ("plan", "probe")})
 
-    def _stop(self, result, msg):
-        result.update(failed=True, msg=msg)
-        if self._task.no_log:
-            display.error("%s (the task's output is hidden: credentials)" % mask_credentials(msg), wrap_text=False)
-        return result
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(
-            argument_spec=OPTIONS, required_one_of=[["inputs", "plan", "check_output"]],
-            mutually_exclusive=[["inputs", "plan", "check_output"]],
-            required_by={"inputs": ("torch_version",), "group": ("plan", "probe")})
-        del validation
+    def decide(self, result, args, task_vars):
         if args["check_output"] is not None:
             # The registered result of files/flash_attn_check.py: its verdict.
             output = args["check_output"]
             result["check_result"] = flash_attn.check_result(output.get("stdout"), output.get("rc"),
                                                              output.get("stderr") or "")
             return result
-        facts = dict((task_vars or {}).get("ansible_facts") or {})
+        facts = dict(task_vars.get("ansible_facts") or {})
         if args["plan"] is not None:
             return self._follow(result, args, facts)
         if args["read_venv"] and self._task.delegate_to:
-            return self._stop(result, "flash_attn_build_state reads the inventory host's venv: it cannot run with"
-                                      " delegate_to (%s) unless read_venv is false" % self._task.delegate_to)
+            return self.stop(result, "flash_attn_build_state reads the inventory host's venv: it cannot run with"
+                                     " delegate_to (%s) unless read_venv is false" % self._task.delegate_to)
         try:
             first = flash_attn.plan(args["inputs"], facts=facts)
         except flash_attn.FlashAttnError as exc:
-            return self._stop(result, "inputs: %s" % exc)
+            return self.stop(result, "inputs: %s" % exc)
         read_facts, probe, warnings = {}, None, []
         if args["read_venv"]:
             probe, warnings, read_facts = split_reading(self._execute_module(
@@ -111,8 +97,8 @@ class ActionModule(ActionBase):
                 result["warnings"] = warnings
             if probe.get("failed"):
                 result["probe"] = probe
-                return self._stop(result, "flash_attn_build on %s: reading %s failed: %s"
-                                  % (first["hostname"], first["venv"], probe.get("msg", "")))
+                return self.stop(result, "flash_attn_build on %s: reading %s failed: %s"
+                                 % (first["hostname"], first["venv"], probe.get("msg", "")))
             facts.update(read_facts)
         # The fleet's package index (llm_stack_wheel_index_url), when set: its URL, cache host and CA certificate.
         index_problems = list(args["index_problems"]) + wheel_index.config_problems(
@@ -122,7 +108,7 @@ class ActionModule(ActionBase):
         gate, failure = gate_from_options(flash_attn.gate_options(
             args["inputs"], gate_plan, args["torch_version"], index_problems, args["fail_as"]))
         if failure:
-            return self._stop(result, failure["msg"])
+            return self.stop(result, failure["msg"])
         warnings.extend(gate.pop("warnings", None) or [])
         result.update(gate)
         if warnings:
@@ -132,7 +118,7 @@ class ActionModule(ActionBase):
             return result
         if result.get("failed"):
             result.update(plan=gate_plan, probe=probe, result=None)
-            return self._stop(result, result["msg"])
+            return self.stop(result, result["msg"])
         build_plan = flash_attn.plan(first, facts=facts, torch=probe, nvcc=probe.get("toolkits"))
         result.update(plan=build_plan, probe=probe, jobs_request=jobs_request(build_plan),
                       result=None if build_plan["work"] else flash_attn.build_result(build_plan))
@@ -148,7 +134,7 @@ class ActionModule(ActionBase):
                 build_plan = flash_attn.plan(build_plan, facts=facts, torch=probe, nvcc=probe.get("toolkits"),
                                              group=args["group"])
             except flash_attn.FlashAttnError as exc:
-                return self._stop(result, "flash_attn_build_plan: %s" % exc)
+                return self.stop(result, "flash_attn_build_plan: %s" % exc)
             result.update(plan=build_plan, jobs_request=jobs_request(build_plan))
             return result
         # After wheel_build (built: its result), or without it (built null): nothing of the plan, which holds the
@@ -156,7 +142,7 @@ class ActionModule(ActionBase):
         try:
             host_result = flash_attn.build_result(build_plan, args["built"])
         except flash_attn.FlashAttnError as exc:
-            return self._stop(result, "flash_attn_build_result: %s" % exc)
+            return self.stop(result, "flash_attn_build_result: %s" % exc)
         result.update(result=host_result,
                       checks=flash_attn.check_steps(build_plan, args["built"], bool(self._task.check_mode)))
         return result

@@ -15,8 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 OPTIONS = dict(
     # The index URL may hold credentials.
@@ -24,15 +24,10 @@ OPTIONS = dict(
 )
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
+    def decide(self, result, args, task_vars):
         task_vars = task_vars or {}
         facts = task_vars.get("ansible_facts") or {}
         settings = dict(args["inputs"])

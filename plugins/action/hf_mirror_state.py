@@ -17,9 +17,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
 from ansible.plugins.filter.core import to_bool
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 OPTIONS = dict(
     # The upstream URL may hold credentials (the check refuses them, masked).
@@ -28,15 +28,10 @@ OPTIONS = dict(
 )
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
+    def decide(self, result, args, task_vars):
         inputs = dict(args["inputs"])
         if "offline" in inputs:
             # As the role's variable is read everywhere: through the bool filter.
@@ -58,7 +53,7 @@ class ActionModule(ActionBase):
         result.update(setting_warnings=warnings, read_fs=hf_mirror.reads_filesystem(inputs["cache_size_limit"]))
         if args["statfs"] is None:
             return result
-        mounts = ((task_vars or {}).get("ansible_facts") or {}).get("mounts", [])
+        mounts = (task_vars.get("ansible_facts") or {}).get("mounts", [])
         cache_dir = inputs["cache_dir"]
         if not isinstance(mounts, (list, tuple)) or not isinstance(cache_dir, str):
             result.update(failed=True, msg="hf_mirror_cache_size_limit: expects ansible_facts.mounts (a list) and the "

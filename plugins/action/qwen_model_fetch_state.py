@@ -20,12 +20,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
-display = Display()
 
 # The settings hf_download.fetch_problems checks, each a key of the role's inputs (the token aside).
 CHECKED = ("model", "revision", "models_dir", "hf_endpoint", "upstream_endpoint", "hf_ca_cert", "max_workers",
@@ -40,15 +37,10 @@ OPTIONS = dict(
 )
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
+    def decide(self, result, args, task_vars):
         task_vars = task_vars or {}
         inputs = args["inputs"]
         result["changed"] = False
@@ -56,33 +48,27 @@ class ActionModule(ActionBase):
         settings["token"] = args["token"]
         play_hosts = task_vars.get("ansible_play_hosts_all")
         if play_hosts is not None and not isinstance(play_hosts, (list, tuple)):
-            return self._fail(result, "hf_fetch_problems: play_hosts must be a list (ansible_play_hosts_all)")
+            return self.stop(result, "hf_fetch_problems: play_hosts must be a list (ansible_play_hosts_all)")
         try:
             problems = hf_download.fetch_problems(settings, play_hosts)
         except hf_download.InputError as exc:
-            return self._fail(result, "hf_fetch_problems: %s" % exc)
+            return self.stop(result, "hf_fetch_problems: %s" % exc)
         if problems:
-            return self._fail(result, "qwen_model_fetch on %s, nothing was changed: %s"
-                              % (task_vars.get("inventory_hostname", ""), " ".join(problems)))
+            return self.stop(result, "qwen_model_fetch on %s, nothing was changed: %s"
+                             % (task_vars.get("inventory_hostname", ""), " ".join(problems)))
         if args["complete"] is not None:
             failure = self._seed_host(result, task_vars.get("ansible_play_batch"), args["complete"],
                                       inputs.get("seed_host"))
             if failure:
-                return self._fail(result, failure)
+                return self.stop(result, failure)
         if args["download"] is not None:
             options = hf_download.role_download_options(inputs, args["download"], args["token"])
             try:
                 command = hf_download.command(options, progress_bars=True)
             except hf_download.InputError as exc:
-                return self._fail(result, "hf_download_command: %s" % exc)
+                return self.stop(result, "hf_download_command: %s" % exc)
             command.pop("secrets")
             result["download_command"] = command
-        return result
-
-    def _fail(self, result, msg):
-        result.update(failed=True, msg=msg)
-        if self._task.no_log:
-            display.error("%s (the task's output is hidden: credentials)" % mask_credentials(msg), wrap_text=False)
         return result
 
     @staticmethod

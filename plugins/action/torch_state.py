@@ -17,9 +17,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_state
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 READER = "gpufleet.llm_stack.torch_info"
 
@@ -31,16 +31,11 @@ OPTIONS = dict(
 )
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
-        facts = dict((task_vars or {}).get("ansible_facts") or {})
+    def decide(self, result, args, task_vars):
+        facts = dict(task_vars.get("ansible_facts") or {})
         try:
             read = torch_state.reading_options(args["read"], facts)
             torch_state.caller_options(args["gate"], "gate", torch_state.GATE_SET_HERE)
@@ -69,7 +64,7 @@ class ActionModule(ActionBase):
         if result.get("failed") or not args["fail_as"]:
             return result
         if torch_state.last_reading(reading, args["after_install"]):
-            failure = torch_state.verdict(reading, (task_vars or {}).get("inventory_hostname", ""),
+            failure = torch_state.verdict(reading, task_vars.get("inventory_hostname", ""),
                                           self._task.check_mode)
             if failure:
                 result.update(failed=True, msg=failure)

@@ -23,13 +23,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
-display = Display()
 
 OPTIONS = dict(
     inputs=dict(type="dict", required=True),
@@ -41,37 +39,27 @@ OPTIONS = dict(
 )
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
+    HIDDEN = "secrets"
 
-    def _stop(self, result, msg):
-        result.update(failed=True, msg=msg)
-        if self._task.no_log:
-            display.error("%s (the task's output is hidden: secrets)" % msg, wrap_text=False)
-        return result
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
-        facts = dict((task_vars or {}).get("ansible_facts") or {})
+    def decide(self, result, args, task_vars):
+        facts = dict(task_vars.get("ansible_facts") or {})
         info = args["info"]
         if args["env_file"] and args["api_key"] is None:
-            return self._stop(result, "env_file: the environment file needs api_key (vllm_serve_api_key)")
+            return self.stop(result, "env_file: the environment file needs api_key (vllm_serve_api_key)")
         try:
             plan = vllm_serve.plan(args["inputs"], facts=facts, info=info, api_key=args["api_key"],
                                    hf_token=args["hf_token"])
         except vllm_serve.VllmServeError as exc:
-            return self._stop(result, "inputs: %s" % exc)
+            return self.stop(result, "inputs: %s" % exc)
         result["changed"] = False
         if args["env_file"]:
             # The only result that holds the secrets: the task that asks for it is no_log.
             try:
                 result["env_file"] = vllm_serve.env_file_text(plan, args["api_key"], args["hf_token"] or "")
             except vllm_serve.VllmServeError as exc:
-                return self._stop(result, "env_file: %s" % exc)
+                return self.stop(result, "env_file: %s" % exc)
             return result
         result["plan"] = plan
         if info is None:
@@ -83,8 +71,8 @@ class ActionModule(ActionBase):
             # Outside preflight (which runs before vllm_source checks again): a vLLM whose record says it failed.
             seen = info.get("vllm")
             if seen is not None and not isinstance(seen, dict):
-                return self._stop(result, "info: the vllm reading of vllm_serve_info must be a dict, got %s"
-                                  % type(seen).__name__)
+                return self.stop(result, "info: the vllm reading of vllm_serve_info must be a dict, got %s"
+                                 % type(seen).__name__)
             errors.extend(vllm.record_refusal(seen, plan["venv"]))
         result["errors"] = errors
         return result

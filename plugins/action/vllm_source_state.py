@@ -28,14 +28,11 @@ __metaclass__ = type
 import base64
 
 from ansible.module_utils.common.text.converters import to_bytes, to_text
-from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known, host_gpus
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
-display = Display()
 
 READER = "gpufleet.llm_stack.gpu_facts"
 # What the role reads of wheel_build's plan of the key, before it includes wheel_build.
@@ -64,24 +61,13 @@ def report_text(slurped):
     return to_text(base64.b64decode(to_bytes(content, errors="surrogate_or_strict")), encoding="utf-8")
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
+    ARGSPEC = dict(mutually_exclusive=EXCLUSIVE, required_one_of=ONE_OF, required_by=NEEDS)
 
-    def _stop(self, result, msg):
-        result.update(failed=True, msg=msg)
-        if self._task.no_log:
-            display.error("%s (the task's output is hidden: credentials)" % mask_credentials(msg), wrap_text=False)
-        return result
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS, mutually_exclusive=EXCLUSIVE,
-                                                       required_one_of=ONE_OF, required_by=NEEDS)
-        del validation
+    def decide(self, result, args, task_vars):
         result["changed"] = False
-        facts = dict((task_vars or {}).get("ansible_facts") or {})
+        facts = dict(task_vars.get("ansible_facts") or {})
         if args["inputs"] is not None:
             return self._plan(result, args, facts, task_vars)
         return self._judge(result, args, facts)
@@ -101,11 +87,11 @@ class ActionModule(ActionBase):
         try:
             first = vllm.plan(args["inputs"], facts=facts)
         except vllm.VllmError as exc:
-            return self._stop(result, "vllm_source_plan: %s" % exc)
+            return self.stop(result, "vllm_source_plan: %s" % exc)
         if not gpus_known(facts) and not first["cpu_only_test_host"]:
             read_facts, failure = self._read_gpus(result, task_vars)
             if failure is not None:
-                return self._stop(result, failure)
+                return self.stop(result, failure)
             result["ansible_facts"] = read_facts
             facts.update(read_facts)
         ls_remote = args["ls_remote"]
@@ -123,11 +109,11 @@ class ActionModule(ActionBase):
             try:
                 state = wheel_build.plan(dict(plan["wheel_build_request"]))
             except wheel_build.WheelBuildError as exc:
-                return self._stop(result, str(exc))
+                return self.stop(result, str(exc))
             try:
                 jobs = vllm.jobs_request(plan)
             except vllm.VllmError as exc:
-                return self._stop(result, "vllm_source_jobs: %s" % exc)
+                return self.stop(result, "vllm_source_jobs: %s" % exc)
             plan.update(key_state=dict((name, state[name]) for name in KEY_STATE), jobs_request=jobs)
         result.update(plan=plan, commit_problem=problem, driver_version=host_gpus(facts)["driver_version"])
         return result

@@ -15,6 +15,7 @@ from unittest import mock
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils import _role_action as role_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import qwen_model_fetch_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
 
@@ -126,7 +127,7 @@ def test_without_a_token_the_stored_login_is_not_used_and_a_ca_is_trusted(tmp_pa
 
 def test_a_bad_download_input_fails_naming_the_option_shown_masked_when_hidden():
     download = dict(DOWNLOAD, local_dir="models/relative")
-    with mock.patch.object(action_module.display, "error") as shown:
+    with mock.patch.object(role_action.display, "error") as shown:
         result = run({"inputs": role_inputs(), "token": TOKEN, "download": download}, no_log=True)
     assert result["failed"] is True
     assert result["msg"] == "hf_download_command: local_dir: 'models/relative' must be an absolute path (without " \

@@ -19,6 +19,7 @@ from unittest import mock
 import pytest
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils import _role_action as role_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import flash_attn_build_state as fa_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import stack_compat as gate_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import torch_state as torch_action
@@ -371,7 +372,7 @@ def test_flash_attn_state_reads_only_the_inventory_host(run_module):
 def test_flash_attn_state_hidden_output_still_shows_the_failure_masked(run_module, host, monkeypatch):
     """An index URL with credentials hides the task's output (no_log); the gate's stop still shows, masked."""
     shown = []
-    monkeypatch.setattr(fa_action.display, "error", lambda msg, wrap_text=True: shown.append(msg))
+    monkeypatch.setattr(role_action.display, "error", lambda msg, wrap_text=True: shown.append(msg))
     venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
     inputs = fa_inputs(venv, index_url="https://bob:s3cret@pypi.example/simple", arch_scope="fleet",
                        git_url="https://bob:s3cret@git.example/fa.git")

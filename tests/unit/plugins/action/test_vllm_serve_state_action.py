@@ -22,6 +22,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils import _role_action as role_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import vllm_serve_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_local
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
@@ -200,7 +201,7 @@ def test_the_environment_file_is_the_plan_s_with_the_secrets(check_mode, token):
 
 
 def test_a_secret_the_file_cannot_carry_fails_naming_the_variable_only():
-    with mock.patch.object(action_module.display, "error") as shown:
+    with mock.patch.object(role_action.display, "error") as shown:
         result = run({"inputs": role_inputs(), "info": seen(), "api_key": "sk-unit 0123456789", "env_file": True},
                      facts=h200_facts(), no_log=True)
     assert result["failed"] and "env_file" not in result

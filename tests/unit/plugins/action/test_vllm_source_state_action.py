@@ -22,6 +22,7 @@ from unittest import mock
 import pytest
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils import _role_action as role_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import vllm_source_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
@@ -144,7 +145,7 @@ def test_an_unknown_input_is_the_callers_bug_named_as_the_filter_was(run_module,
 
 def test_hidden_output_still_shows_the_failure_masked(run_module, tmp_path, monkeypatch):
     shown = []
-    monkeypatch.setattr(action_module.display, "error", lambda msg, wrap_text=True: shown.append(msg))
+    monkeypatch.setattr(role_action.display, "error", lambda msg, wrap_text=True: shown.append(msg))
     args = {"inputs": inputs(tmp_path, surprise="x", index_url="https://user:s3cret@pypi.example.org/simple")}
     result, dummy = run(args, run_module, facts=h200_facts(), no_log=True)
     assert result["failed"] is True and len(shown) == 1
