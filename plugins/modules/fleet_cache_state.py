@@ -35,13 +35,8 @@ options:
       - Declared C(no_log) (C(index_url) may hold credentials).
     type: dict
     required: true
-attributes:
-  check_mode:
-    support: full
-    description: Reads nothing on the host and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
 notes:
   - The task fails with the message C(fleet_cache on HOST:) followed by every problem.
 seealso:

@@ -42,13 +42,9 @@ options:
         it that exists) where RV(read_fs) asked for it, else empty.
       - Given, RV(cache_size_limit) is returned.
     type: str
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
 attributes:
-  check_mode:
-    support: full
-    description: Reads nothing on the host and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
   facts:
     support: none
     description: Reads the fact C(mounts) (C(ansible_facts.mounts)) where gathered; sets none.

@@ -55,13 +55,8 @@ options:
       - What the role set once the hub resolved the revision - C(revision) (the commit), C(local_dir) (the revision
         directory) and C(log_path) (the download's log on the host). Given, RV(download_command) is returned.
     type: dict
-attributes:
-  check_mode:
-    support: full
-    description: Reads nothing on the host and changes nothing.
-  diff_mode:
-    support: none
-    description: No diff is produced.
+extends_documentation_fragment:
+  - gpufleet.llm_stack.attributes.read_only
 seealso:
   - module: gpufleet.llm_stack.hf_download
   - module: gpufleet.llm_stack.hf_model_verify
