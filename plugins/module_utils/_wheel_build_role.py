@@ -25,6 +25,14 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.wheel_build imp
 CONTROLLER_CACHE = "controller_cache"
 INDEX = "index"
 
+# The role's task files of the steps that differ between the backends (the plan's field ``tasks``): the build on
+# the elected host (with the index inside the rescue that releases the key's lock), the wheel made available
+# (fetched into the controller cache, or published through the cache host) and its install on the host.
+STEP_TASKS = {
+    CONTROLLER_CACHE: {"build": "build.yml", "keep": "cache.yml", "install": "install.yml"},
+    INDEX: {"build": "index_build.yml", "keep": "publish.yml", "install": "install_index.yml"},
+}
+
 
 def backend(index_url):
     """Where the key's wheel is kept: the fleet's package index when its URL is set, else the controller cache."""
@@ -40,7 +48,8 @@ def jobs_no_log(request):
 
 
 def role_plan(inputs, hosts=(), cached=None):
-    """plan() and what the role's tasks read besides: name, label, key, install, backend, add_cache_host, no_log.
+    """plan() and what the role's tasks read besides: name, label, key, install, backend, tasks (the backend's
+    task files, STEP_TASKS), add_cache_host, no_log.
 
     inputs: as plan() takes them, with install (bool), jobs (the caller's jobs request), index_url and cache_host.
     hosts: the inventory's host names (groups['all']); a cache host outside them is added to the job's inventory.
@@ -48,7 +57,7 @@ def role_plan(inputs, hosts=(), cached=None):
     state = plan(inputs, cached)
     chosen = backend(inputs.get("index_url"))
     state.update(name=inputs["name"], label=inputs.get("label") or inputs["name"], key=inputs["key"],
-                 install=bool(inputs.get("install", True)), backend=chosen,
+                 install=bool(inputs.get("install", True)), backend=chosen, tasks=dict(STEP_TASKS[chosen]),
                  add_cache_host=chosen == INDEX and inputs.get("cache_host") not in list(hosts or []),
                  no_log=jobs_no_log(inputs.get("jobs")))
     return state
@@ -66,7 +75,11 @@ def first_result(state):
 
 
 def elected(state, builder_host, hostname, check_mode, across_jobs=False):
-    """{builder, builds_here, msg}: who builds this host's key, and the play's line saying so."""
+    """{builder, builds_here, locks, waits, msg}: who builds this host's key, and the play's line saying so.
+
+    across_jobs (the fleet's index): the elected host takes the key's lock on the cache host before it builds
+    (locks), the others wait there for the key's wheel (waits); without it neither.
+    """
     builder_host = builder_host if state.get("needs_build") else ""
     here = bool(builder_host) and builder_host == hostname
     who = "This host" if here else builder_host
@@ -74,7 +87,8 @@ def elected(state, builder_host, hostname, check_mode, across_jobs=False):
     if across_jobs:
         msg += " unless another job of the fleet does already"
     msg += "%s." % (" (check mode: nothing is built)" if check_mode else "")
-    return {"builder": builder_host, "builds_here": here, "msg": msg}
+    return {"builder": builder_host, "builds_here": here, "locks": bool(across_jobs) and here,
+            "waits": bool(across_jobs) and not here, "msg": msg}
 
 
 def cache_outcome(state, cached, builder_host, hostname, check_mode):

@@ -135,8 +135,9 @@ plan:
   description:
     - The host's plan. C(entry), C(cache_entry), C(cached_wheels), C(host_entry), C(tree), C(log), C(ledger),
       C(marker), C(installed), C(installed_wheel), C(needs_build), C(summary), C(preferred), and C(name), C(label),
-      C(key), C(install), C(backend) (C(controller_cache) or C(index)), C(add_cache_host) (the cache host is to be
-      added to the job's inventory) and C(no_log) (the jobs request's environment holds credentials).
+      C(key), C(install), C(backend) (C(controller_cache) or C(index)), C(tasks) (the backend's task files of the
+      steps that differ, C(build), C(keep) and C(install)), C(add_cache_host) (the cache host is to be added to
+      the job's inventory) and C(no_log) (the jobs request's environment holds credentials).
   returned: with O(inputs)
   type: dict
 result:
@@ -158,6 +159,14 @@ builder:
   type: str
 builds_here:
   description: This host builds the key.
+  returned: with O(elect)
+  type: bool
+locks:
+  description: This host builds the key and, with the fleet's index, takes the key's lock on the cache host first.
+  returned: with O(elect)
+  type: bool
+waits:
+  description: With the fleet's index, another host builds the key and this one waits for its wheel.
   returned: with O(elect)
   type: bool
 msg:
