@@ -21,10 +21,10 @@ __metaclass__ = type
 import os
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _wheel_build_role as R
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build, wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import split_reading
+from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 READER = "gpufleet.llm_stack.torch_info"
 
@@ -57,16 +57,10 @@ def _states(batch, hostvars):
     return states
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(RoleAction):
+    OPTIONS = OPTIONS
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        task_vars = task_vars or {}
-        validation, args = self.validate_argument_spec(argument_spec=OPTIONS)
-        del validation
+    def decide(self, result, args, task_vars):
         result["changed"] = False
         try:
             if args["local_files"] is not None or args["remote_files"] is not None:
