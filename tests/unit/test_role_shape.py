@@ -119,6 +119,35 @@ def decisions(document, limit=MAX_CLAUSES):
     return found
 
 
+# Keys whose text is shown, not acted on: an inline if/else there words a message.
+SHOWN_KEYS = ("name", "msg", "fail_msg", "success_msg", "quiet")
+
+
+def inline_choices(document):
+    """(task name, key path) of each value outside SHOWN_KEYS whose Jinja chooses with an inline if/else."""
+    found = []
+
+    def walk(node, task, path):
+        if isinstance(node, list):
+            for item in node:
+                walk(item, task, path)
+        elif isinstance(node, dict):
+            task = node.get("name", task) if isinstance(node.get("name"), str) else task
+            for key, value in node.items():
+                if key in SHOWN_KEYS or key in CONDITIONAL_KEYS:
+                    continue
+                walk(value, task, path + (str(key),))
+        elif isinstance(node, str):
+            for match in EXPRESSION.finditer(node):
+                words = [token for token in JINJA_TOKEN.findall(match.group(0)) if token[0] not in "'\""]
+                if "if" in words and "else" in words:
+                    found.append((task, "/".join(path)))
+                    break
+
+    walk(document, None, ())
+    return found
+
+
 def conditional_files():
     return [p for p in yaml_files("roles", "playbooks")
             if relative(p).startswith("playbooks") or relative(p).split(os.sep)[2:3] in (["tasks"], ["handlers"])]
