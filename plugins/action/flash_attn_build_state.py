@@ -30,7 +30,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import split_reading
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import fail_as, split_reading
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 
@@ -48,6 +48,7 @@ OPTIONS = dict(
     wheel_index_ca_cert=dict(type="str", default=""),
     read_venv=dict(type="bool", default=True),
     fail_as=dict(type="str", default=""),
+    collect=dict(type="bool", default=False),
     # The later steps: the host's plan and what the role saw since, or the check's output.
     plan=dict(type="dict"),
     probe=dict(type="dict"),
@@ -106,7 +107,7 @@ class ActionModule(RoleAction):
             args["wheel_index_ca_cert"])
         gate_plan = flash_attn.plan(first, facts=facts)
         gate, failure = gate_from_options(flash_attn.gate_options(
-            args["inputs"], gate_plan, args["torch_version"], index_problems, args["fail_as"]))
+            args["inputs"], gate_plan, args["torch_version"], index_problems, fail_as(args["fail_as"], args["collect"])))
         if failure:
             return self.stop(result, failure["msg"])
         warnings.extend(gate.pop("warnings", None) or [])

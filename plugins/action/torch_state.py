@@ -27,6 +27,8 @@ OPTIONS = dict(
     read=dict(type="dict", required=True),
     gate=dict(type="dict", required=True),
     fail_as=dict(type="str", default=""),
+    collect=dict(type="bool", default=False),
+    wheelhouse_dest=dict(type="str"),
     after_install=dict(type="bool", default=False),
 )
 
@@ -36,11 +38,17 @@ class ActionModule(RoleAction):
 
     def decide(self, result, args, task_vars):
         facts = dict(task_vars.get("ansible_facts") or {})
+        fail_as = torch_state.fail_as(args["fail_as"], args["collect"])
         try:
-            read = torch_state.reading_options(args["read"], facts)
-            torch_state.caller_options(args["gate"], "gate", torch_state.GATE_SET_HERE)
+            read = torch_state.reading_options(args["read"], facts, args["collect"])
+            gate_args = torch_state.caller_options(args["gate"], "gate", torch_state.GATE_SET_HERE)
         except torch_state.TorchStateError as exc:
             raise AnsibleActionFail(str(exc))
+        # Where pip installs from, and the wheelhouse the reading names (where the role pushes the controller's).
+        result["pip_source"] = torch_state.pip_source(gate_args)
+        wheelhouse = torch_state.reading_wheelhouse(gate_args, args["wheelhouse_dest"])
+        if wheelhouse is not None:
+            read["wheelhouse"] = wheelhouse
         reading, warnings, read_facts = torch_state.split_reading(
             self._execute_module(module_name=READER, module_args=read, task_vars=task_vars))
         if read_facts:
@@ -50,7 +58,7 @@ class ActionModule(RoleAction):
             return result
         facts.update(read_facts)
         # After the install the gate only reports (its stop says "nothing was changed"): the verdict decides.
-        gate_fail_as = "" if args["after_install"] else args["fail_as"]
+        gate_fail_as = "" if args["after_install"] else fail_as
         options = torch_state.gate_options(args["gate"], facts, reading, gate_fail_as)
         gate, failure = gate_from_options(options)
         if failure:
@@ -61,7 +69,7 @@ class ActionModule(RoleAction):
         result.update(reading=reading, changed=bool(reading.get("changed")))
         if warnings:
             result["warnings"] = warnings
-        if result.get("failed") or not args["fail_as"]:
+        if result.get("failed") or not fail_as:
             return result
         if torch_state.last_reading(reading, args["after_install"]):
             failure = torch_state.verdict(reading, task_vars.get("inventory_hostname", ""),

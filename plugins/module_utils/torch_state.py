@@ -37,11 +37,31 @@ def caller_options(options, name, reserved):
     return dict((key, value) for key, value in options.items() if value is not None)
 
 
-def reading_options(read, facts=None):
+def pip_source(gate):
+    """Where the role's pip installs torch from: "wheelhouse" where the gate's torch_wheelhouse (the controller's
+    wheelhouse, pushed to the host) is set, else "index"."""
+    return "wheelhouse" if gate.get("torch_wheelhouse") else "index"
+
+
+def fail_as(label, collect=False):
+    """Who stops on an error: nobody with collect (preflight, which collects every role's gate), else label."""
+    return "" if collect else label
+
+
+def reading_wheelhouse(gate, dest):
+    """The reading's wheelhouse: dest (where the role pushes the controller's wheelhouse) where pip installs from
+    the wheelhouse (``pip_source``), else None (the reading names the index)."""
+    return dest if pip_source(gate) == "wheelhouse" else None
+
+
+def reading_options(read, facts=None, collect=False):
     """torch_info's options: the caller's, and the GPUs from the play's facts, or read by torch_info where
-    neither preflight's report nor the GPU facts are in the play. The reading is returned, not set as facts."""
+    neither preflight's report nor the GPU facts are in the play. The reading is returned, not set as facts.
+    With collect (preflight) torch is not imported and no record is read (torch/version.py only)."""
     options = caller_options(read, "read", READ_SET_HERE)
     options["set_facts"] = False
+    if collect:
+        options.update(import_torch=False, use_record=False)
     if gpus_known(facts):
         gpus = host_gpus(facts)
         options.update(read_gpus=False, gpu_count=gpus["count"], compute_caps=list(gpus["compute_caps"]))

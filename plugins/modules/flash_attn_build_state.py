@@ -97,6 +97,12 @@ options:
       - Empty, the verdict is only returned (preflight, which collects every role's gate into one report).
     type: str
     default: ""
+  collect:
+    description:
+      - For preflight, which collects every role's gate into one report (the role passes C(llm_stack_gate_collect)).
+      - Set, O(fail_as) is taken as empty, so the verdict is only returned.
+    type: bool
+    default: false
   plan:
     description:
       - The host's plan (RV(plan) of an earlier step, the role's fact C(flash_attn_build_plan)), for a later step.

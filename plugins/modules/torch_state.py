@@ -52,6 +52,20 @@ options:
         every role's gate into one report).
     type: str
     default: ""
+  collect:
+    description:
+      - For preflight, which collects every role's gate into one report (the role passes C(llm_stack_gate_collect)).
+      - Set, O(fail_as) is taken as empty (the verdict of the gate is only returned, no role verdict), and the
+        reading imports no torch and reads no record (the options C(import_torch) and C(use_record) of O(read) are
+        set to false).
+    type: bool
+    default: false
+  wheelhouse_dest:
+    description:
+      - Where the role pushes the controller's wheelhouse (the C(torch_wheelhouse) of O(gate)). Where that
+        wheelhouse is set, this is the reading's C(wheelhouse) (it replaces one in O(read)) and RV(pip_source) is
+        C(wheelhouse).
+    type: str
   after_install:
     description:
       - This reading follows the role's install (or its record of an import of torch), so it is the last one and
@@ -107,6 +121,12 @@ ok:
     (C(errors), C(problems), C(compat_warnings), C(inputs), C(suggested), ...) are returned as well.
   returned: always
   type: bool
+pip_source:
+  description: Where the role's pip installs torch from, C(wheelhouse) where the C(torch_wheelhouse) of O(gate) is
+    set, else C(index) (the role picks pip's environment by it).
+  returned: always
+  type: str
+  sample: index
 reading:
   description: What M(gpufleet.llm_stack.torch_info) returned (C(ok), C(needs_install), C(record_stale),
     C(install), C(info), C(report), C(failure), C(interpreter), C(venv), ...), without its invocation, warnings

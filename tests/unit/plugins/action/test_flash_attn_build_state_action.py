@@ -178,6 +178,23 @@ def test_preflight_collects_the_index_problems_without_reading(run_module):
     assert not {"plan", "probe", "result", "jobs_request"} & set(result)
 
 
+def test_preflight_collect_only_returns_the_verdict(run_module):
+    settings = dict(INDEX)
+    settings["cache_host"] = "cache-02"
+    args = fa_args("/x", read_venv=False, **settings)
+    action, calls, task_vars = make_action(args, run_module, facts=h200_facts(), delegate_to="localhost")
+    stopped = action.run(task_vars=task_vars)
+    assert stopped["failed"] is True and stopped["msg"].startswith("flash_attn_build on gpu-validate:")
+    action, calls, task_vars = make_action(dict(args, collect=True), run_module, facts=h200_facts(),
+                                           delegate_to="localhost")
+    collected = action.run(task_vars=task_vars)
+    assert not collected.get("failed") and collected["ok"] is False and collected["errors"] == stopped["errors"]
+    # The same as fail_as empty, preflight's way before.
+    action, calls, task_vars = make_action(dict(args, fail_as=""), run_module, facts=h200_facts(),
+                                           delegate_to="localhost")
+    assert action.run(task_vars=task_vars) == collected
+
+
 # --- the plan for the group's archs ------------------------------------------------------------------------------------
 
 def test_group_scope_plans_the_union_of_the_batch_with_the_same_reading(run_module, host):

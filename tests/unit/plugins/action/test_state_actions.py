@@ -156,6 +156,34 @@ def test_torch_state_gate_error_stops_the_host_or_is_only_reported(run_module, h
     assert not collected.get("failed") and collected["errors"] == result["errors"] and "msg" not in collected
 
 
+def test_torch_state_in_preflight_collects_and_imports_no_torch(run_module, host):
+    """collect: the gate's errors are only returned (fail_as is taken as empty), torch is read without an import."""
+    venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
+    args = torch_args(venv, gate=dict(STACK, torch_venv=venv, torch_cuda="cu118"))
+    action, calls, task_vars = make_action(torch_action, args, run_module, facts=h200_facts())
+    stopped = action.run(task_vars=task_vars)
+    assert stopped["failed"] is True and "import_torch" not in calls[0] and "use_record" not in calls[0]
+    action, calls, task_vars = make_action(torch_action, dict(args, collect=True), run_module, facts=h200_facts())
+    collected = action.run(task_vars=task_vars)
+    assert (calls[0]["import_torch"], calls[0]["use_record"]) == (False, False)
+    assert not collected.get("failed") and collected["ok"] is False and "msg" not in collected
+    assert collected["errors"] == stopped["errors"]
+
+
+def test_torch_state_pip_source_and_the_readings_wheelhouse(run_module, host, tmp_path):
+    venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
+    action, calls, task_vars = make_action(torch_action, torch_args(venv, wheelhouse_dest="/opt/wheelhouse"),
+                                           run_module, facts=h200_facts())
+    assert action.run(task_vars=task_vars)["pip_source"] == "index" and "wheelhouse" not in calls[0]
+    wheels = tmp_path / "wheelhouse"
+    wheels.mkdir()
+    args = torch_args(venv, gate=dict(STACK, torch_venv=venv, torch_wheelhouse=str(wheels)),
+                      wheelhouse_dest="/opt/wheelhouse")
+    action, calls, task_vars = make_action(torch_action, args, run_module, facts=h200_facts())
+    assert action.run(task_vars=task_vars)["pip_source"] == "wheelhouse"
+    assert calls[0]["wheelhouse"] == "/opt/wheelhouse"
+
+
 def test_torch_state_verdict_waits_for_the_install_and_follows_it(run_module, host, tmp_path):
     """A venv still to be made: the first reading asks for an install, so no verdict; after the install the
     verdict follows the reading (in check mode the install would happen, so it passes)."""

@@ -32,6 +32,27 @@ def test_reading_options_read_the_gpus_where_the_play_has_none():
     assert "driver_version" not in T.reading_options({"venv": "/v"}, {"gpu_count": 0, "gpu_compute_caps": []})
 
 
+def test_reading_options_in_preflight_import_no_torch_and_read_no_record():
+    options = T.reading_options({"venv": "/v", "use_record": True}, H200_FACTS, collect=True)
+    assert (options["import_torch"], options["use_record"]) == (False, False)
+    plain = T.reading_options({"venv": "/v"}, H200_FACTS, collect=False)
+    assert "import_torch" not in plain and "use_record" not in plain
+
+
+@pytest.mark.parametrize("wheelhouse, source", [("/ctl/wheelhouse", "wheelhouse"), ("", "index"), (None, "index")])
+def test_pip_source_and_the_readings_wheelhouse_follow_the_controllers_wheelhouse(wheelhouse, source):
+    gate = {"torch_wheelhouse": wheelhouse}
+    assert T.pip_source(gate) == source
+    assert T.pip_source({}) == "index"
+    assert T.reading_wheelhouse(gate, "/opt/wheelhouse") == ("/opt/wheelhouse" if source == "wheelhouse" else None)
+
+
+def test_fail_as_is_empty_in_preflight():
+    assert T.fail_as("torch on h", collect=True) == ""
+    assert T.fail_as("torch on h", collect=False) == "torch on h"
+    assert T.fail_as("torch on h") == "torch on h"
+
+
 def test_gate_options_come_from_the_facts_and_the_reading():
     reading = {"interpreter": {"found": True, "version": "3.12.3"}, "venv": {"python_version": "3.12.3"}}
     options = T.gate_options({"cuda_version": "13.0.2", "torch_venv": "/v", "torch_wheelhouse": None}, H200_FACTS,
