@@ -14,7 +14,8 @@ it includes wheel_build: ``key_state`` (whether the venv has the key's build, fr
 
 With ``plan`` (a plan this action returned) and what the role observed later: ``head`` (the commit checked out) gives
 ``commit_problem`` again, ``dry_run`` (pip's dry run, with its report) gives ``dry_run`` {ok, msg}, ``after``
-(vllm_info after the install) gives ``verdict``, the checks and the record.
+(vllm_info after the install) gives ``verdict``, the checks and the record; ``collect`` (with ``probe``, the gate's
+reading: preflight or the role's own run) gives ``gate``, what stack_compat's part vllm takes from them.
 
 The decisions are functions of module_utils/vllm.py and wheel_build.py; this file only runs them in order, in the
 controller's worker. Where the task hides its result (no_log: an index or git URL with credentials, which the plan
@@ -47,10 +48,12 @@ OPTIONS = dict(
     dry_run=dict(type="dict"),
     dry_run_report=dict(type="dict"),
     after=dict(type="dict"),
+    collect=dict(type="bool"),
 )
 EXCLUSIVE = [("inputs", "plan")]
 ONE_OF = [("inputs", "plan")]
-NEEDS = {"head": ("plan", "ls_remote"), "dry_run": ("plan",), "dry_run_report": ("dry_run",), "after": ("plan",)}
+NEEDS = {"head": ("plan", "ls_remote"), "dry_run": ("plan",), "dry_run_report": ("dry_run",), "after": ("plan",),
+         "collect": ("plan", "probe")}
 
 
 def report_text(slurped):
@@ -124,6 +127,9 @@ class ActionModule(RoleAction):
             result["commit_problem"] = vllm.commit_problem(plan, args["ls_remote"], args["head"])
         if args["dry_run"] is not None:
             result["dry_run"] = vllm.dry_run_verdict(plan, args["dry_run"], report_text(args["dry_run_report"]))
+        if args["collect"] is not None:
+            # stack_compat's part vllm: the venv's torch (preflight: the pin), and whether it stops the host.
+            result["gate"] = vllm.gate_options(plan, args["probe"], args["collect"])
         if args["after"] is not None:
             result["verdict"] = vllm.verdict(plan, args["probe"], args["after"], list(host_gpus(facts)["compute_caps"]))
         return result

@@ -39,6 +39,7 @@ __metaclass__ = type
 import base64
 import hashlib
 import json
+import posixpath
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -252,6 +253,21 @@ def start_check(v, facts):
     return {"run": skipped is None, "user": v["check_user"], "environment": environment, "skipped": skipped}
 
 
+def gate_options(build_plan, probe, collect=False):
+    """What stack_compat's part vllm takes from the plan and the role's reading of the venv (probe, vllm_info):
+    {vllm_venv_torch, fail_as, show_warnings}.
+
+    vllm_venv_torch is the torch the venv holds when vLLM goes in: in preflight (collect) the pin, since site.yml's
+    torch play installs it first (so a torch upgrade passes); in the role's own run the venv's torch as read ("" for
+    none). Outside preflight any error stops the host, every problem listed, and the warnings show.
+    """
+    torch = _dict(_dict(probe).get("info")).get("torch")
+    venv_torch = _dict(torch).get("version") if torch else ""
+    return {"vllm_venv_torch": build_plan["torch_pin"] if collect else venv_torch,
+            "fail_as": "" if collect else "vllm_source on %s" % build_plan["hostname"],
+            "show_warnings": not collect}
+
+
 def plan(inputs, facts=None, probe=None, commit=None):
     """The vllm_source plan of one host.
 
@@ -303,6 +319,11 @@ def _plan(inputs, facts, probe, commit):
         "version": v["version"],
         "distribution": v["distribution"],
         "venv": v["venv"],
+        # The venv vllm_info reads: the venv where its path is absolute (else it is an error of the inputs, and
+        # the reading finds nothing).
+        "probe_venv": v["venv"] if posixpath.isabs(v["venv"]) else "/nonexistent",
+        # The stack's torch pin (llm_stack_torch_version), what preflight's gate takes the venv's torch to be.
+        "torch_pin": v["torch_version"],
         "target_device": v["target_device"],
         "verify": v["verify"],
         "cpu_only_test_host": v["cpu_only_test_host"],
@@ -319,6 +340,8 @@ def _plan(inputs, facts, probe, commit):
         "cuda_home": home,
         "cuda_home_source": home_source,
         "model_architecture": v["model_architecture"],
+        # The architectures the checks look up in vLLM's registry: the model's, where one is set.
+        "probe_architectures": [v["model_architecture"]] if v["model_architecture"] else [],
         "push": [{"src": v["wheelhouse"], "dest": v["wheelhouse_dest"]}] if v["wheelhouse"] else [],
         "external_push": [{"src": path, "dest": "%s/external/%s" % (v["work_dir"], name)}
                           for name, path in sorted(v["external_sources"].items())],

@@ -71,6 +71,13 @@ options:
   after:
     description: The M(gpufleet.llm_stack.vllm_info) result of the checks after the install. Needs O(plan).
     type: dict
+  collect:
+    description:
+      - Given, with O(plan) and O(probe) (the gate's reading of the venv), RV(gate) is returned, what the role's
+        gate, M(gpufleet.llm_stack.stack_compat)'s part C(vllm), takes from them.
+      - C(true) for preflight, which collects every role's gate into one report (the role passes
+        C(llm_stack_gate_collect)).
+    type: bool
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
   - gpufleet.llm_stack.attributes.facts
@@ -130,6 +137,12 @@ plan:
       plan of C(wheel_build_request); else null.
     - C(jobs_request) - where the plan has a build key, the build's jobs request for wheel_build (C(jobs_request) of
       C(plugins/module_utils/vllm.py)); else null.
+    - C(probe_venv) - the venv M(gpufleet.llm_stack.vllm_info) reads, C(venv) where it is an absolute path, else
+      C(/nonexistent) (an error of the inputs; the reading finds no venv).
+    - C(probe_architectures) - the architectures the checks look up in vLLM's registry, C(model_architecture) where
+      it is set, else none. The checks' C(cuda_home) is the plan's C(cuda_home) (null unless C(target_device) is
+      C(cuda)) and their C(cli) the plan's C(cli) (null unless the distribution is C(vllm)).
+    - C(torch_pin) - the stack's torch pin, the venv's torch for preflight's gate.
   returned: with O(inputs)
   type: dict
 commit_problem:
@@ -148,6 +161,17 @@ dry_run:
   description: The judgement of pip's dry run, C(ok) (nothing of torch's family would change) and C(msg) (the
     message to stop with, else what pip keeps).
   returned: with O(dry_run)
+  type: dict
+gate:
+  description:
+    - What the role's gate (M(gpufleet.llm_stack.stack_compat), part C(vllm)) takes from the plan and the reading.
+    - C(vllm_venv_torch) - the torch the venv holds when vLLM goes in, with O(collect) the plan's C(torch_pin)
+      (site.yml's torch play installs it first, so a torch upgrade passes), else the venv's torch as O(probe) read
+      it (empty for none).
+    - C(fail_as) - empty with O(collect) (the verdict is only returned), else C(vllm_source on <host>) (any error
+      stops the host, every problem listed).
+    - C(show_warnings) - whether the gate's warnings show, not O(collect).
+  returned: with O(collect)
   type: dict
 verdict:
   description: The checks after the install, C(ok), C(problems), C(checks), C(summary) and C(record) (the record

@@ -317,9 +317,22 @@ def test_the_checks_after_the_install_on_the_h200(run_module, tmp_path):
     assert refused["verdict"]["record"]["ok"] is False
 
 
+@pytest.mark.parametrize("collect", [False, True])
+def test_the_gates_options_from_the_plan_and_the_reading(run_module, tmp_path, collect):
+    plan = run({"inputs": inputs(tmp_path)}, run_module, facts=h200_facts())[0]["plan"]
+    before = probe()
+    result, calls = run({"plan": plan, "probe": before, "collect": collect}, run_module, facts=h200_facts())
+    assert calls == [] and result["gate"] == V.gate_options(plan, before, collect)
+    assert result["gate"]["fail_as"] == ("" if collect else "vllm_source on gpu-validate")
+    assert result["gate"]["vllm_venv_torch"] == (plan["torch_pin"] if collect else TORCH["version"])
+    # Without collect, no gate: the checks' step returns its verdict only.
+    assert "gate" not in run({"plan": plan, "probe": before}, run_module, facts=h200_facts())[0]
+
+
 @pytest.mark.parametrize("args", [
     {},
     {"inputs": {}, "plan": {}},
+    {"plan": {}, "collect": True},
     {"plan": {}, "head": "abc"},
     {"inputs": {}, "after": {}},
     {"plan": {}, "dry_run_report": {}},

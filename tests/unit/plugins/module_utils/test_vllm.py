@@ -190,6 +190,30 @@ def test_cli_check_only_for_the_distribution_named_vllm():
     assert V.plan(inputs(distribution="vllm", cpu_only_test_host=False))["probe_environment"] == {}
 
 
+def test_the_checks_options_come_from_the_plan():
+    plan = V.plan(inputs())
+    assert plan["probe_venv"] == "/opt/llm-stack/venv" and plan["probe_architectures"] == ["Qwen3ForCausalLM"]
+    assert V.plan(inputs(model_architecture=""))["probe_architectures"] == []
+    # A venv that is no absolute path is an error of the inputs; the reading looks where there is no venv.
+    relative = V.plan(inputs(venv="venv"))
+    assert relative["probe_venv"] == "/nonexistent" and relative["errors"]
+    assert V.plan(inputs(venv=""))["probe_venv"] == "/nonexistent"
+    # The checks' cuda_home: none unless the target is cuda (the module then lists no kernels).
+    assert V.plan(inputs(target_device="cpu", cuda_home="/usr/local/cuda"))["cuda_home"] is None
+    assert V.plan(inputs(method="source", distribution="vllm", target_device="empty"))["cuda_home"] is None
+
+
+def test_gate_options_take_the_venvs_torch_or_in_preflight_the_pin():
+    plan = V.plan(inputs(torch_version="2.13.0"))
+    assert plan["torch_pin"] == "2.13.0"
+    assert V.gate_options(plan, probe(), collect=False) == {
+        "vllm_venv_torch": TORCH["version"], "fail_as": "vllm_source on h1", "show_warnings": True}
+    assert V.gate_options(plan, probe(torch=None), collect=False)["vllm_venv_torch"] == ""
+    assert V.gate_options(plan, {}, collect=False)["vllm_venv_torch"] == ""
+    assert V.gate_options(plan, probe(torch=None), collect=True) == {
+        "vllm_venv_torch": "2.13.0", "fail_as": "", "show_warnings": False}
+
+
 # --- pip's dry run -----------------------------------------------------------
 
 def report(*items):
