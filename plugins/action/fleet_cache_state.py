@@ -4,9 +4,10 @@
 """Action plugin of gpufleet.llm_stack.fleet_cache_state (documented in plugins/modules/fleet_cache_state.py).
 
 The fleet_cache role's check before any change: the cache host's settings
-of the index (every problem listed, the task fails naming the host) and
-what they allow that the fleet does not need (the warnings). The decisions
-are wheel_index.server_problems and wheel_index.server_warnings; this file
+of the index (every problem listed, the task fails naming the host), what
+they allow that the fleet does not need (the warnings), and what the role's
+tasks run (pip's command, the URL the index is probed at). The decisions
+are wheel_index.server_problems, server_warnings and server_plan; this file
 only runs them, in the controller's worker. Nothing on the host is read or
 changed.
 """
@@ -32,6 +33,8 @@ class ActionModule(RoleAction):
         facts = task_vars.get("ansible_facts") or {}
         settings = dict(args["inputs"])
         index_url = settings.pop("index_url", "")
+        # Only whether it is set: the URL may hold credentials, the plan names the variable that carries it.
+        settings["pip_index"] = bool(settings.pop("pip_index_url", ""))
         # Facts not gathered: no service manager, taken as systemd.
         settings["service_mgr"] = facts.get("service_mgr", "")
         try:
@@ -50,4 +53,5 @@ class ActionModule(RoleAction):
             result.update(failed=True, msg="fleet_cache on %s: %s" % (host, " ".join(problems)))
             return result
         result["setting_warnings"] = warnings
+        result.update(wheel_index.server_plan(settings))
         return result

@@ -7,9 +7,10 @@ The hf_mirror role's plan: its variables (hf_mirror_offline through the
 bool filter, as the role reads it everywhere) checked before any change (every
 problem listed, the task fails), the warnings on what they allow that the
 fleet does not need, whether the role reads the size of the cache
-directory's filesystem, and, given that reading (statfs), olah's cache
-size limit. The decisions are in module_utils/hf_mirror.py; this file only
-runs them, in the controller's worker. Nothing on the host is read or
+directory's filesystem, the address the role waits for olah at, and, given
+that reading (statfs), olah's cache size limit. The decisions are in
+module_utils/hf_mirror.py (the address: wheel_index.local_host, shared with
+fleet_cache_state); this file only runs them, in the controller's worker. Nothing on the host is read or
 changed.
 """
 
@@ -18,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.plugins.filter.core import to_bool
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror, wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 OPTIONS = dict(
@@ -50,7 +51,8 @@ class ActionModule(RoleAction):
         except TypeError as exc:
             result.update(failed=True, msg="hf_mirror_warnings: %s" % exc)
             return result
-        result.update(setting_warnings=warnings, read_fs=hf_mirror.reads_filesystem(inputs["cache_size_limit"]))
+        result.update(setting_warnings=warnings, read_fs=hf_mirror.reads_filesystem(inputs["cache_size_limit"]),
+                      probe_host=wheel_index.local_host(inputs["listen_host"]))
         if args["statfs"] is None:
             return result
         mounts = (task_vars.get("ansible_facts") or {}).get("mounts", [])

@@ -49,9 +49,10 @@ def jobs_no_log(request):
 
 def role_plan(inputs, hosts=(), cached=None):
     """plan() and what the role's tasks read besides: name, label, key, install, backend, tasks (the backend's
-    task files, STEP_TASKS), add_cache_host, no_log.
+    task files, STEP_TASKS), add_cache_host, no_log, index_ca_path.
 
-    inputs: as plan() takes them, with install (bool), jobs (the caller's jobs request), index_url and cache_host.
+    inputs: as plan() takes them, with install (bool), jobs (the caller's jobs request), index_url, cache_host and
+    index_ca_cert (the controller's CA file of the index, or empty).
     hosts: the inventory's host names (groups['all']); a cache host outside them is added to the job's inventory.
     """
     state = plan(inputs, cached)
@@ -59,8 +60,14 @@ def role_plan(inputs, hosts=(), cached=None):
     state.update(name=inputs["name"], label=inputs.get("label") or inputs["name"], key=inputs["key"],
                  install=bool(inputs.get("install", True)), backend=chosen, tasks=dict(STEP_TASKS[chosen]),
                  add_cache_host=chosen == INDEX and inputs.get("cache_host") not in list(hosts or []),
-                 no_log=jobs_no_log(inputs.get("jobs")))
+                 no_log=jobs_no_log(inputs.get("jobs")), index_ca_path=index_ca_path(inputs))
     return state
+
+
+def index_ca_path(inputs):
+    """Where the host keeps the index's CA certificate (wheel_dir/index-ca.pem) for the download from the index;
+    None (the host's trust store) where the fleet sets no CA file (index_ca_cert empty)."""
+    return "%s/index-ca.pem" % (inputs.get("wheel_dir"),) if inputs.get("index_ca_cert") else None
 
 
 def result(source, compiled, wheel, was_installed):

@@ -15,9 +15,13 @@ when it installs, so every key's wheel sits on the index side by side.
 * ``config_problems``, ``server_problems``: the settings of the fleet and of
   the cache host; ``server_warnings``: what the cache host's settings allow
   that the fleet does not need (the index listening on every address).
-* ``path_abnormality``, ``service_user_problem``, ``listen_warning``: the
-  checks of a directory, a service user and a listen address that the cache
-  host's roles share (fleet_cache here, hf_mirror in module_utils/hf_mirror.py).
+* ``server_plan``: what the fleet_cache role's tasks run (pip's command for
+  pypiserver, the variables of pip's index URL, the URL the index is probed at).
+* ``path_abnormality``, ``service_user_problem``, ``listen_warning``,
+  ``local_host``: the checks of a directory, a service user and a listen
+  address, and the address a service is probed at on its own host, that the
+  cache host's roles share (fleet_cache here, hf_mirror in
+  module_utils/hf_mirror.py).
 
 The index takes no uploads: the cache host puts each wheel into its packages
 directory itself (module_utils/fleet_lock.py, ``publish``), and its ledger,
@@ -202,6 +206,39 @@ def listen_warning(listen_host, listen_var, url, url_var, service):
     return ("%s is '%s': %s listens on every interface of this host, but the fleet reaches it at %s only (%s). Set %s: "
             "\"%s\" so that it listens on that address alone." % (listen_var, listen_host, service, address, url_var,
                                                                   listen_var, address))
+
+
+def local_host(listen_host):
+    """The address this host reaches its own service at: 127.0.0.1 where the service listens on every address
+    (0.0.0.0 or ::), else the address it listens on (fleet_cache's index, hf_mirror's olah)."""
+    return "127.0.0.1" if listen_host in _EVERY_ADDRESS else listen_host
+
+
+def server_plan(settings):
+    """What the fleet_cache role's tasks run, from the settings server_problems checked.
+
+    settings: venv, wheelhouse (a controller directory, or empty: pip uses an index), wheelhouse_dest (where the
+    cache host keeps the pushed wheelhouse), pypiserver_version and gunicorn_version (the releases pip installs),
+    pip_index (whether fleet_cache_pip_index_url is set), tls_cert (set: the index serves https), listen_host and
+    port. Returns pip_argv (pip's command that installs pypiserver and gunicorn into the venv, from the wheelhouse
+    alone where one is set), pip_index_variables (the environment variables that carry fleet_cache_pip_index_url
+    to pip: PIP_INDEX_URL, none where it is empty; the URL itself stays out of the plan) and probe_url (the URL the
+    cache host checks that its index answers /simple/ at, local_host's address).
+    """
+    if not isinstance(settings, dict):
+        raise WheelIndexError("server_plan needs a dict of the fleet_cache settings")
+    argv = ["%s/bin/python" % (settings.get("venv"),), "-m", "pip", "install", "--no-input",
+            "--disable-pip-version-check"]
+    if settings.get("wheelhouse"):
+        argv += ["--no-index", "--find-links", settings.get("wheelhouse_dest")]
+    argv += ["pypiserver==%s" % (settings.get("pypiserver_version"),),
+             "gunicorn==%s" % (settings.get("gunicorn_version"),)]
+    scheme = "https" if settings.get("tls_cert") else "http"
+    return {
+        "pip_argv": argv,
+        "pip_index_variables": ["PIP_INDEX_URL"] if settings.get("pip_index") else [],
+        "probe_url": "%s://%s:%s/simple/" % (scheme, local_host(settings.get("listen_host")), settings.get("port")),
+    }
 
 
 def server_problems(settings):

@@ -20,8 +20,10 @@ description:
     gunicorn's workers and threads, and the host's service manager (the fact C(service_mgr), when gathered). Any
     problem fails the task, every problem listed, each naming the variable and the fix.
   - Returns what the settings allow that the fleet does not need (RV(setting_warnings)), the index listening on every
-    address while the fleet reaches it at one.
-  - The decisions are in C(plugins/module_utils/wheel_index.py) (C(server_problems), C(server_warnings)).
+    address while the fleet reaches it at one, and what the role's tasks run (RV(pip_argv), RV(pip_index_variables),
+    RV(probe_url)).
+  - The decisions are in C(plugins/module_utils/wheel_index.py) (C(server_problems), C(server_warnings),
+    C(server_plan)).
 author:
   - gpufleet maintainers (@gpufleet)
 options:
@@ -29,10 +31,11 @@ options:
     description:
       - The role's variables (the role's C(fleet_cache_inputs)) - C(port), C(listen_host), C(data_dir), C(venv),
         C(config_dir), C(log_dir), C(wheelhouse), C(tls_cert), C(tls_key), C(workers), C(threads), C(prefix),
-        C(wheelhouse_dest), C(user) - and C(index_url), the URL the fleet reaches the index at
-        (C(llm_stack_wheel_index_url); empty, no warning).
+        C(wheelhouse_dest), C(user), C(pypiserver_version), C(gunicorn_version), C(pip_index_url) (the index pip
+        installs pypiserver from; only whether it is set is read) - and C(index_url), the URL the fleet reaches the
+        index at (C(llm_stack_wheel_index_url); empty, no warning).
       - A directory left out is not checked, but C(data_dir) always is; C(user) left out is not checked.
-      - Declared C(no_log) (C(index_url) may hold credentials).
+      - Declared C(no_log) (C(index_url) and C(pip_index_url) may hold credentials).
     type: dict
     required: true
 extends_documentation_fragment:
@@ -61,6 +64,9 @@ EXAMPLES = r"""
       prefix: /opt/fleet-cache
       wheelhouse_dest: /opt/fleet-cache/wheelhouse
       user: fleet-index
+      pypiserver_version: "2.4.2"
+      gunicorn_version: "27.0.1"
+      pip_index_url: ""
       index_url: http://10.0.0.5:8080/simple/
   register: fleet_cache_plan
 
@@ -82,6 +88,27 @@ setting_warnings:
       fleet_cache_index_listen_host is '0.0.0.0': the index listens on every interface of this host, but the fleet
       reaches it at 10.0.0.5 only (llm_stack_wheel_index_url). Set fleet_cache_index_listen_host: "10.0.0.5" so that
       it listens on that address alone.
+pip_argv:
+  description: pip's command that installs pypiserver and gunicorn into the venv; with a wheelhouse, from the pushed
+    wheelhouse alone (C(--no-index --find-links WHEELHOUSE_DEST)).
+  returned: success
+  type: list
+  elements: str
+  sample: [/opt/fleet-cache/venv/bin/python, -m, pip, install, --no-input, --disable-pip-version-check,
+           pypiserver==2.4.2, gunicorn==27.0.1]
+pip_index_variables:
+  description: The environment variables of pip that carry C(pip_index_url) - C(PIP_INDEX_URL), none where it is
+    empty. The URL itself is not returned (it may hold credentials).
+  returned: success
+  type: list
+  elements: str
+  sample: [PIP_INDEX_URL]
+probe_url:
+  description: The URL the cache host checks that its index answers C(/simple/) at - https with the TLS files, at
+    C(127.0.0.1) where the index listens on every address (C(0.0.0.0) or C(::)), else at C(listen_host).
+  returned: success
+  type: str
+  sample: https://127.0.0.1:8080/simple/
 msg:
   description: On failure, C(fleet_cache on HOST:) and every problem.
   returned: on failure

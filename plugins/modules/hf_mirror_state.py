@@ -19,7 +19,8 @@ description:
     or the systemd unit cannot take. Any problem fails the task, every problem listed, each naming the variable and
     the fix, credentials masked.
   - Then what the settings allow that the fleet does not need (RV(setting_warnings)), and whether the role reads the
-    size of the cache directory's filesystem on the host (RV(read_fs)).
+    size of the cache directory's filesystem on the host (RV(read_fs)), and the address the role waits for olah at
+    (RV(probe_host)).
   - Given that reading (O(statfs)), olah's cache size limit (RV(cache_size_limit)) - as set, or for C(auto) 80 % of
     the filesystem that holds the cache directory, from O(statfs), else from the fact C(mounts).
   - The decisions are in C(plugins/module_utils/hf_mirror.py).
@@ -83,6 +84,12 @@ read_fs:
   returned: success
   type: bool
   sample: true
+probe_host:
+  description: The address the role waits for olah at on this host - C(127.0.0.1) where it listens on every address
+    (C(0.0.0.0) or C(::)), else C(listen_host).
+  returned: success
+  type: str
+  sample: 127.0.0.1
 cache_size_limit:
   description: olah's C(cache-size-limit) - empty for no limit, the size as set, or for C(auto) 80 % of the
     filesystem in whole GiB.

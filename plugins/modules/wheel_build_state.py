@@ -137,7 +137,9 @@ plan:
       C(marker), C(installed), C(installed_wheel), C(needs_build), C(summary), C(preferred), and C(name), C(label),
       C(key), C(install), C(backend) (C(controller_cache) or C(index)), C(tasks) (the backend's task files of the
       steps that differ, C(build), C(keep) and C(install)), C(add_cache_host) (the cache host is to be added to
-      the job's inventory) and C(no_log) (the jobs request's environment holds credentials).
+      the job's inventory), C(no_log) (the jobs request's environment holds credentials) and C(index_ca_path) (the
+      host's copy of the index's CA certificate, C(WHEEL_DIR/index-ca.pem), that the download from the index
+      checks the index's certificate with; null where C(index_ca_cert) is empty, the host's trust store).
   returned: with O(inputs)
   type: dict
 result:

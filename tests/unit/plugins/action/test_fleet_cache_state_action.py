@@ -49,7 +49,8 @@ def run(inputs, facts=None, check_mode=False, hostname="cache-1"):
 def test_the_role_defaults_pass_with_no_warning_in_check_mode_too():
     inputs = role_inputs()
     assert set(inputs) == {"port", "listen_host", "data_dir", "venv", "config_dir", "log_dir", "wheelhouse", "tls_cert",
-                           "tls_key", "workers", "threads", "prefix", "wheelhouse_dest", "user", "index_url"}
+                           "tls_key", "workers", "threads", "prefix", "wheelhouse_dest", "user", "pypiserver_version",
+                           "gunicorn_version", "pip_index_url", "index_url"}
     for check_mode in (False, True):
         result = run(inputs, facts={"service_mgr": "systemd"}, check_mode=check_mode)
         assert not result.get("failed") and result["changed"] is False and result["setting_warnings"] == []
@@ -87,3 +88,49 @@ def test_listening_on_every_address_for_one_is_a_warning(listen, url, warned):
 
 def test_the_inputs_are_no_log():
     assert action_module.OPTIONS["inputs"]["no_log"] is True
+
+
+def test_the_plan_of_the_defaults_pip_from_pip_s_own_index_probed_at_127_0_0_1_over_http():
+    result = run(role_inputs())
+    assert result["pip_argv"] == ["/opt/fleet-cache/venv/bin/python", "-m", "pip", "install", "--no-input",
+                                  "--disable-pip-version-check", "pypiserver==2.4.2", "gunicorn==27.0.1"]
+    assert result["pip_index_variables"] == []
+    assert result["probe_url"] == "http://127.0.0.1:8080/simple/"
+
+
+def test_a_wheelhouse_is_pip_s_only_source():
+    result = run(role_inputs(wheelhouse="/srv/wheelhouse", wheelhouse_dest="/opt/fc/wheelhouse",
+                             pypiserver_version="2.3.2", gunicorn_version="23.0.0"))
+    assert result["pip_argv"] == ["/opt/fleet-cache/venv/bin/python", "-m", "pip", "install", "--no-input",
+                                  "--disable-pip-version-check", "--no-index", "--find-links", "/opt/fc/wheelhouse",
+                                  "pypiserver==2.3.2", "gunicorn==23.0.0"]
+
+
+def test_the_pip_index_url_is_named_never_returned():
+    url = "https://builder:pa55w0rd@pypi.example/simple/"
+    result = run(role_inputs(pip_index_url=url))
+    assert result["pip_index_variables"] == ["PIP_INDEX_URL"]
+    assert "pa55w0rd" not in repr(result) and "--index-url" not in result["pip_argv"]
+
+
+@pytest.mark.parametrize("listen, cert, key, url", [
+    ("0.0.0.0", "", "", "http://127.0.0.1:8080/simple/"),
+    ("::", "", "", "http://127.0.0.1:8080/simple/"),
+    ("10.0.0.5", "", "", "http://10.0.0.5:8080/simple/"),
+    ("0.0.0.0", "/etc/hosts", "/etc/hosts", "https://127.0.0.1:8080/simple/"),
+    ("cache-01.example", "/etc/hosts", "/etc/hosts", "https://cache-01.example:8080/simple/"),
+])
+def test_the_probe_url_https_with_the_certificate_at_127_0_0_1_for_every_address(listen, cert, key, url):
+    result = run(role_inputs(listen_host=listen, tls_cert=cert, tls_key=key), facts={"service_mgr": "systemd"})
+    assert not result.get("failed") and result["probe_url"] == url
+
+
+def test_no_plan_when_the_settings_fail():
+    result = run(role_inputs(port="70000"))
+    assert result["failed"] is True and "pip_argv" not in result and "probe_url" not in result
+
+
+@pytest.mark.parametrize("listen, host", [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.5", "10.0.0.5"),
+                                          ("127.0.0.1", "127.0.0.1"), ("cache-01", "cache-01"), ("::1", "::1")])
+def test_local_host_is_127_0_0_1_for_every_address(listen, host):
+    assert W.local_host(listen) == host

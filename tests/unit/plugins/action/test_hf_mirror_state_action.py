@@ -17,6 +17,7 @@ import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import hf_mirror_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror as M
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 PASSWORD = "s3cr3t-upstream-pw"
@@ -109,3 +110,10 @@ def test_listening_everywhere_while_the_fleet_uses_one_address_is_a_warning():
 
 def test_the_inputs_are_no_log():
     assert action_module.OPTIONS["inputs"]["no_log"] is True
+
+
+@pytest.mark.parametrize("listen, host", [("0.0.0.0", "127.0.0.1"), ("::", "127.0.0.1"), ("10.0.0.7", "10.0.0.7")])
+def test_the_role_waits_for_olah_at_127_0_0_1_where_it_listens_on_every_address(listen, host):
+    for statfs in (None, STATFS):
+        plan = run(role_inputs(listen_host=listen), statfs=statfs, facts={"mounts": MOUNTS})
+        assert not plan.get("failed") and plan["probe_host"] == host == W.local_host(listen)

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_bu
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as WI
 from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
 
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 KEY = {"flash_attn": "2.8.3", "torch": "2.13.0+cpu", "python_abi": "cp311", "cxx11_abi": True, "archs": "80"}
 LABEL = "flash-attn-2.8.3-torch2.13.0_cpu-cp311-sm80"
 ENTRY = W.entry_name(LABEL, "flash-attn", KEY)
@@ -142,6 +143,22 @@ def test_the_index_backend_and_a_cache_host_outside_the_inventory(tmp_path):
     assert (plan["backend"], plan["add_cache_host"]) == ("index", True)
     plan = run({"inputs": inputs}, groups={"all": ["gpu-a", "cache-1"]})["plan"]
     assert (plan["backend"], plan["add_cache_host"]) == ("index", False)
+
+
+def test_the_index_ca_path_is_the_pushed_ca_file_and_null_without_one(tmp_path):
+    url = "file:///opt/llm/wheels/%s/%s" % (ENTRY, WHEEL)
+    ca = tmp_path / "index-ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    inputs = make_inputs(tmp_path, installed_url=url, index_url="https://cache-1:8443", cache_host="cache-1",
+                         index_ca_cert=str(ca))
+    result = run({"inputs": inputs}, groups={"all": ["gpu-a", "cache-1"]})
+    assert not result.get("failed") and result["plan"]["index_ca_path"] == "/opt/llm/wheels/index-ca.pem"
+    for ca_cert in ("", None):
+        plan = run({"inputs": dict(inputs, index_ca_cert=ca_cert)}, groups={"all": ["gpu-a", "cache-1"]})["plan"]
+        assert "index_ca_path" in plan and plan["index_ca_path"] is None
+    # The download task reads the plan's field as it is, no choice of its own.
+    with open(os.path.join(REPO, "roles", "wheel_build", "tasks", "install_index.yml")) as handle:
+        assert 'ca_path: "{{ wheel_build_state.index_ca_path }}"' in handle.read()
 
 
 def test_the_index_settings_stop_every_host_with_every_problem(tmp_path):
