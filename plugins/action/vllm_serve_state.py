@@ -9,7 +9,8 @@ gpufleet.llm_stack.vllm_serve_info is to read, whether the play has read
 the host's GPUs), after it (O(info): the plan the role acts on, and the
 errors its gate judges: the plan's own and, outside preflight, the refusal
 of a vLLM whose record says it failed its checks), and for the 0600
-environment file (O(env_file): its text, which holds the secrets). Every
+environment file (O(env_file): its text, which holds the secrets, and
+supervisor's pip environment, which may hold an index's credentials). Every
 decision is a function of module_utils/vllm_serve.py (with vllm.py's
 record_refusal and host_gpus.py's gpus_known); this file only runs them in
 order. It changes nothing on the host and sends nothing there.
@@ -36,6 +37,7 @@ OPTIONS = dict(
     hf_token=dict(type="str", no_log=True),
     collect=dict(type="bool", default=False),
     env_file=dict(type="bool", default=False),
+    supervisor_index_url=dict(type="str", no_log=True),
 )
 
 
@@ -60,6 +62,9 @@ class ActionModule(RoleAction):
                 result["env_file"] = vllm_serve.env_file_text(plan, args["api_key"], args["hf_token"] or "")
             except vllm_serve.VllmServeError as exc:
                 return self.stop(result, "env_file: %s" % exc)
+            if args["supervisor_index_url"] is not None:
+                # An index URL may hold credentials: only in this hidden result, never in the plan.
+                result["supervisor_pip_environment"] = vllm_serve.supervisor_pip_environment(args["supervisor_index_url"])
             return result
         result["plan"] = plan
         if info is None:
@@ -75,4 +80,6 @@ class ActionModule(RoleAction):
                                  % type(seen).__name__)
             errors.extend(vllm.record_refusal(seen, plan["venv"]))
         result["errors"] = errors
+        # How the gate (stack_compat) stops the host: named outside preflight, which only collects.
+        result["fail_as"] = vllm_serve.gate_fail_as(task_vars.get("inventory_hostname", ""), args["collect"])
         return result

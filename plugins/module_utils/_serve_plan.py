@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_bool as _bool, as_dict as _dict, text as _text
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import raw_text as _raw_text
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.hf_local import model_path
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 
@@ -22,6 +23,8 @@ MODES = ("auto", "systemd", "supervisord")
 STOP_TIMEOUT = 60
 STOP_GRACE = 45
 BENCH_WHEN = ("changed", "always", "never")
+# The fact gpufleet.llm_stack.vllm_bench_result sets with the benchmark's numbers.
+BENCH_FACT = "vllm_serve_benchmark_result"
 
 # The keys of the role's inputs (the vllm_serve_* variable of the same name
 # unless said otherwise); any other key is a bug of the role.
@@ -30,7 +33,8 @@ INPUTS = (
     "host", "port", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len",
     "enforce_eager", "extra_args", "preset", "env", "user", "group", "config_dir", "cache_dir", "log_dir",
     "restart_sec", "start_limit_burst", "start_limit_interval", "supervisor_venv", "supervisor_version",
-    "supervisor_run_dir", "supervisor_start_retries", "health_timeout", "health_poll", "health_tokens", "gpu_wait_timeout",
+    "supervisor_run_dir", "supervisor_start_retries", "supervisor_wheelhouse", "supervisor_wheelhouse_dest",
+    "health_timeout", "health_poll", "health_tokens", "gpu_wait_timeout",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
     "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
     "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version",
@@ -327,7 +331,8 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         errors.append("vllm_serve_host=%s is not an address. Fix: set it to 0.0.0.0, 127.0.0.1 or a host address"
                       % bind)
     port = _int(get("port"), "vllm_serve_port", errors, "set it to a free TCP port such as 8000", low=1, high=65535)
-    env_user = _check_env(get("env"), errors)
+    env_in = get("env")
+    env_user = _check_env(env_in, errors)
     errors.extend(secret_problems(api_key, hf_token))
     if api_key is not None and not _text(api_key):
         errors.append("vllm_serve_api_key is empty on %s: the server would answer anyone. Fix: set vllm_serve_api_key"
@@ -471,14 +476,41 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
                      "gpus": gpu_indexes(env, (tp or 0) * (pp or 1) if gpus else 0)},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
+        "supervisor_pip_argv": supervisor_pip_argv(supervisor_venv, _text(get("supervisor_version")),
+                                                   get("supervisor_wheelhouse"), get("supervisor_wheelhouse_dest")),
         "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},
         "benchmark": {"enabled": bench and bench_when != "never", "when": bench_when, "argv": bench_argv,
                       "file": bench_file, "dir": _text(get("benchmark_dir")), "thresholds": thresholds,
-                      "fail_on_miss": _bool(get("benchmark_fail_on_miss"))},
+                      "fail_on_miss": _bool(get("benchmark_fail_on_miss")),
+                      # The fact the role's result reads the numbers from; none when no benchmark runs, so that a
+                      # fact of an earlier run is not reported.
+                      "result_fact": BENCH_FACT if bench and bench_when != "never" else None},
+        # vllm_serve_env as the gate's part serve reads it: the mapping as set, else {} (the plan's errors say why).
+        "serve_env": dict(env_in) if isinstance(env_in, dict) else {},
         "fingerprint": fingerprint(identity),
         "cpu_only_test_host": test_host,
     }
     return result
+
+
+def supervisor_pip_argv(venv, version, wheelhouse, wheelhouse_dest):
+    """pip's argv that installs supervisor into its venv: from the pushed wheelhouse alone where one is set, else
+    from the index (PIP_INDEX_URL of supervisor_pip_environment, or pip's own configuration)."""
+    source = ["--no-index", "--find-links", _raw_text(wheelhouse_dest)] if wheelhouse else []
+    return (["%s/bin/python" % venv, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"] + source
+            + ["supervisor==%s" % version])
+
+
+def supervisor_pip_environment(index_url):
+    """The environment of supervisor's pip: PIP_INDEX_URL where vllm_serve_supervisor_index_url is set, else none
+    (pip's own configuration). It may hold credentials: never in the plan."""
+    return {"PIP_INDEX_URL": index_url} if index_url else {}
+
+
+def gate_fail_as(hostname, collect):
+    """stack_compat's fail_as for the role's gate: outside preflight's collection any error stops the host, named
+    so; in preflight ('') the errors are only collected."""
+    return "" if collect else "vllm_serve on %s" % hostname
 
 
 def fingerprint(identity):

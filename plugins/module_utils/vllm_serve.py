@@ -43,9 +43,10 @@ __metaclass__ = type
 # Re-exported: the names of the modules below are this module's interface.
 # pylint: disable=unused-import
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_plan import (  # noqa: F401
-    API_KEY_MIN_LENGTH, BENCH_WHEN, INPUTS, MODES, ROLE_ENV, SECRET_ENV, SERVE_KEYS, STOP_GRACE, STOP_TIMEOUT, THRESHOLDS,
-    VllmServeError, env_file_text, env_quote, fingerprint, gpu_indexes, heads_of, host_gpu_count, host_gpu_memory,
-    model_dir_of, pid1_mode, plan, read_env_key, reading_options, secret_problems, serve_inputs, shell_quote, slug, systemd_quote)
+    API_KEY_MIN_LENGTH, BENCH_FACT, BENCH_WHEN, INPUTS, MODES, ROLE_ENV, SECRET_ENV, SERVE_KEYS, STOP_GRACE, STOP_TIMEOUT, THRESHOLDS,
+    VllmServeError, env_file_text, env_quote, fingerprint, gate_fail_as, gpu_indexes, heads_of, host_gpu_count, host_gpu_memory,
+    model_dir_of, pid1_mode, plan, read_env_key, reading_options, secret_problems, serve_inputs, shell_quote, slug,
+    supervisor_pip_argv, supervisor_pip_environment, systemd_quote)
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import completion_ok, health_verdict, models_lists  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_bench import BENCH_KEYS, bench_result  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_state import (  # noqa: F401

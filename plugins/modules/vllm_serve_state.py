@@ -59,9 +59,15 @@ options:
     default: false
   env_file:
     description:
-      - Return only RV(env_file), the environment file's text, with the secrets; nothing of the plan.
+      - Return only RV(env_file), the environment file's text, with the secrets, and with O(supervisor_index_url)
+        RV(supervisor_pip_environment); nothing of the plan.
     type: bool
     default: false
+  supervisor_index_url:
+    description:
+      - The index supervisor is installed from (C(vllm_serve_supervisor_index_url)); empty, pip's own configuration.
+        It may carry credentials, so it is only read with O(env_file), whose task hides its output.
+    type: str
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
@@ -105,6 +111,7 @@ EXAMPLES = r"""
     info: "{{ vllm_serve_seen }}"
     api_key: "{{ vllm_serve_api_key }}"
     hf_token: "{{ vllm_serve_hf_token }}"
+    supervisor_index_url: "{{ vllm_serve_supervisor_index_url }}"
     env_file: true
   register: vllm_serve_env_file
   no_log: true
@@ -117,7 +124,15 @@ plan:
       C(service), C(served_model_name), C(model_dir), C(venv), C(user), C(group), C(tensor_parallel_size),
       C(tensor_parallel_reason), C(pipeline_parallel_size), C(preset_reason), C(extra_args), C(gpu_count),
       C(gpu_memory_mib), C(argv), C(exec_start), C(exec_shell), C(env), C(files), C(base_url), C(gpu_wait),
-      C(supervisorctl), C(health), C(benchmark), C(fingerprint), ...).
+      C(supervisorctl), C(supervisor_pip_argv), C(health), C(benchmark), C(serve_env), C(fingerprint), ...).
+    - C(supervisor_pip_argv) is pip's argv that installs supervisor into its venv, from the pushed wheelhouse alone
+      (C(--no-index --find-links) C(vllm_serve_supervisor_wheelhouse_dest)) where C(vllm_serve_supervisor_wheelhouse)
+      is set, else from the index of RV(supervisor_pip_environment) or pip's own configuration.
+    - C(benchmark.result_fact) is the fact the role's result C(vllm_serve_result.benchmark) reads the benchmark's
+      numbers from (C(vllm_serve_benchmark_result)), or null where no benchmark runs (C(benchmark.enabled) false), so
+      that a fact of an earlier run is not reported.
+    - C(serve_env) is C(vllm_serve_env) as the gate's part serve reads it, the mapping as set, else C({}) (the plan's
+      C(errors) say why it is not one).
     - Without O(info) the plan made before the reading, whose name and paths are those of the final plan.
   returned: without O(env_file)
   type: dict
@@ -136,8 +151,18 @@ errors:
   returned: with O(info), without O(env_file)
   type: list
   elements: str
+fail_as:
+  description: The option C(fail_as) of M(gpufleet.llm_stack.stack_compat) in the role's gate, C(vllm_serve on <host>),
+    so that any error stops the host, or, with O(collect) (preflight, which only collects), an empty string.
+  returned: with O(info), without O(env_file)
+  type: str
 env_file:
   description: The text of the 0600 environment file, with the secrets.
   returned: with O(env_file)
   type: str
+supervisor_pip_environment:
+  description: The environment of the pip that installs supervisor, C(PIP_INDEX_URL) where O(supervisor_index_url) is
+    set, else empty (pip's own configuration). It may hold the index's credentials.
+  returned: with O(env_file) and O(supervisor_index_url)
+  type: dict
 """

@@ -200,6 +200,58 @@ def test_the_environment_file_is_the_plan_s_with_the_secrets(check_mode, token):
     assert result["env_file"] == "\n".join(lines) + "\n"
 
 
+@pytest.mark.parametrize("index_url,expected", [
+    ("", {}), ("https://pypi.example.internal/simple", {"PIP_INDEX_URL": "https://pypi.example.internal/simple"}),
+    ("https://user:s3cret@pypi.example.internal/simple", {"PIP_INDEX_URL": "https://user:s3cret@pypi.example.internal/simple"}),
+])
+def test_supervisor_s_pip_environment_only_in_the_hidden_result(index_url, expected):
+    inputs = role_inputs(vllm_serve_supervisor_index_url=index_url)
+    result = run({"inputs": inputs, "info": seen(), "api_key": KEY, "supervisor_index_url": index_url, "env_file": True},
+                 facts=h200_facts(), no_log=True)
+    assert not result.get("failed")
+    assert sorted(result) == ["changed", "env_file", "supervisor_pip_environment"]
+    assert result["supervisor_pip_environment"] == expected
+    # The gate's call shows its result: the index is nowhere in it.
+    gate = run({"inputs": inputs, "info": seen(), "api_key": KEY, "supervisor_index_url": index_url}, facts=h200_facts())
+    assert "supervisor_pip_environment" not in gate and (not index_url or index_url not in json.dumps(gate))
+
+
+@pytest.mark.parametrize("wheelhouse,source", [
+    ("", []), ("/srv/wheels/supervisor", ["--no-index", "--find-links", "/opt/llm-stack/wheelhouse/supervisor"]),
+])
+def test_supervisor_s_pip_argv_from_the_role_s_variables(wheelhouse, source):
+    inputs = role_inputs(vllm_serve_supervisor_wheelhouse=wheelhouse)
+    plan = run({"inputs": inputs, "info": seen(), "api_key": KEY}, facts=h200_facts())["plan"]
+    assert plan["supervisor_pip_argv"] == (
+        ["/opt/llm-stack/supervisor/bin/python", "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+        + source + ["supervisor==4.3.0"])
+
+
+@pytest.mark.parametrize("collect,fail_as", [(False, "vllm_serve on gpu-01"), (True, "")])
+def test_the_gate_s_fail_as_names_the_host_outside_preflight(collect, fail_as):
+    args = {"inputs": role_inputs(), "info": seen(), "collect": collect}
+    if not collect:
+        args["api_key"] = KEY
+    result = run(args, facts=h200_facts())
+    assert result["fail_as"] == fail_as
+    assert "fail_as" not in run({"inputs": role_inputs()}, facts=h200_facts())
+
+
+@pytest.mark.parametrize("env,serve_env", [({"NCCL_NVLS_ENABLE": "0"}, {"NCCL_NVLS_ENABLE": "0"}), ({}, {}),
+                                           ("NCCL_NVLS_ENABLE=0", {})])
+def test_the_gate_s_serve_env_is_the_mapping_else_empty(env, serve_env):
+    plan = run({"inputs": role_inputs(vllm_serve_env=env), "info": seen(), "api_key": KEY}, facts=h200_facts())["plan"]
+    assert plan["serve_env"] == serve_env
+
+
+@pytest.mark.parametrize("benchmark,when,fact", [(False, "changed", None), (True, "changed", "vllm_serve_benchmark_result"),
+                                                 (True, "never", None)])
+def test_the_role_s_result_reads_the_benchmark_fact_only_where_one_runs(benchmark, when, fact):
+    inputs = role_inputs(vllm_serve_benchmark=benchmark, vllm_serve_benchmark_when=when)
+    plan = run({"inputs": inputs, "info": seen(), "api_key": KEY}, facts=h200_facts())["plan"]
+    assert plan["benchmark"]["result_fact"] == fact
+
+
 def test_a_secret_the_file_cannot_carry_fails_naming_the_variable_only():
     with mock.patch.object(role_action.display, "error") as shown:
         result = run({"inputs": role_inputs(), "info": seen(), "api_key": "sk-unit 0123456789", "env_file": True},

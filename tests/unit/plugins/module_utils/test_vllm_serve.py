@@ -515,6 +515,55 @@ def test_benchmark_file_named_after_fingerprint():
     assert KEY not in json.dumps(argv)
 
 
+@pytest.mark.parametrize("over,fact", [
+    (dict(benchmark=True), "vllm_serve_benchmark_result"),
+    (dict(benchmark=True, benchmark_when="always"), "vllm_serve_benchmark_result"),
+    (dict(benchmark=True, benchmark_when="never"), None),
+    (dict(benchmark=False), None),
+])
+def test_benchmark_result_fact_only_where_a_benchmark_runs(over, fact):
+    found = plan(**over)["benchmark"]
+    assert found["result_fact"] == fact
+    assert (found["result_fact"] is not None) == found["enabled"]
+    assert V.BENCH_FACT == "vllm_serve_benchmark_result"
+
+
+# --- the gate and supervisor's install ------------------------------------------------
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, {}), ({"NCCL_NVLS_ENABLE": "0", "X": 1}, {"NCCL_NVLS_ENABLE": "0", "X": 1}),
+    ("", {}), (None, {}), (["A=1"], {}), ("A=1", {}),
+])
+def test_serve_env_is_the_mapping_as_set_else_empty(env, expected):
+    found = plan(env=env)
+    assert found["serve_env"] == expected
+    if not isinstance(env, dict) and env not in ("", None):
+        assert any(e.startswith("vllm_serve_env must be a dict") for e in found["errors"])
+
+
+def test_supervisor_pip_argv_from_the_wheelhouse_else_the_index():
+    base = ["/opt/llm-stack/supervisor/bin/python", "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    assert plan()["supervisor_pip_argv"] == base + ["supervisor==4.3.0"]
+    assert plan(supervisor_wheelhouse="", supervisor_wheelhouse_dest="/w")["supervisor_pip_argv"] == base + ["supervisor==4.3.0"]
+    found = plan(supervisor_wheelhouse="/ctl/wheels", supervisor_wheelhouse_dest="/opt/llm-stack/wheelhouse/supervisor",
+                 supervisor_version="4.2.5")
+    assert found["supervisor_pip_argv"] == base + ["--no-index", "--find-links", "/opt/llm-stack/wheelhouse/supervisor",
+                                                   "supervisor==4.2.5"]
+
+
+def test_supervisor_pip_environment_only_with_an_index_and_never_in_the_plan():
+    url = "https://user:s3cret@pypi.example.internal/simple"
+    assert V.supervisor_pip_environment(url) == {"PIP_INDEX_URL": url}
+    assert V.supervisor_pip_environment("") == {}
+    assert V.supervisor_pip_environment(None) == {}
+    assert "PIP_INDEX_URL" not in json.dumps(plan())
+
+
+def test_gate_fail_as_names_the_host_outside_preflight():
+    assert V.gate_fail_as("gpu-01", False) == "vllm_serve on gpu-01"
+    assert V.gate_fail_as("gpu-01", True) == ""
+
+
 # --- service state ----------------------------------------------------------------------
 
 def test_systemd_state():
