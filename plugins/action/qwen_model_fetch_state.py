@@ -6,9 +6,10 @@
 The qwen_model_fetch role's plan, in the controller's worker: its variables
 checked before any change (every problem listed, the task fails naming the
 host), then, given what the role observed later, the host that downloads
-first (complete: whether each host of the batch holds the revision already)
-and the hf download command (download: the commit, the revision directory
-and the log). The decisions are in module_utils/hf_download.py; this file
+first (complete: whether each host of the batch holds the revision already),
+the hf download command (download: the commit, the revision directory
+and the log) and what this run downloaded (checked: the check of the files
+before the download). The decisions are in module_utils/hf_download.py; this file
 only runs them. Nothing on the host is read or changed.
 
 The command carries the token and the endpoint's password in its
@@ -34,6 +35,7 @@ OPTIONS = dict(
     token=dict(type="raw", default="", no_log=True),
     complete=dict(type="list", elements="bool"),
     download=dict(type="dict"),
+    checked=dict(type="dict"),
 )
 
 
@@ -69,6 +71,11 @@ class ActionModule(RoleAction):
                 return self.stop(result, "hf_download_command: %s" % exc)
             command.pop("secrets")
             result["download_command"] = command
+        if args["checked"] is not None:
+            try:
+                result["downloaded"] = hf_download.downloaded(args["checked"], bool(self._task.check_mode))
+            except hf_download.InputError as exc:
+                return self.stop(result, "hf_downloaded: %s" % exc)
         return result
 
     @staticmethod

@@ -337,6 +337,21 @@ def _report(state, version):
     return "CUDA %s is not installed: it goes to %s." % (version, tk_dir)
 
 
+def gate_parts(collect):
+    """The stack_compat parts of the role's gate: the matrix's driver rule and cuda_toolkit, or cuda_toolkit alone
+    when preflight collects the verdict (collect: llm_stack_gate_collect; preflight applies the driver rule itself)."""
+    return ["cuda_toolkit"] if collect else ["matrix", "cuda_toolkit"]
+
+
+def restore_link(link):
+    """How the role puts the home link back as it was read (link: read_link's answer) when the installer, which
+    points it at the new toolkit, is not to have the last word: {state, src, force} of ansible.builtin.file,
+    the link to its own target again, else absent (src None: not given)."""
+    if link["islink"]:
+        return {"state": "link", "src": link["target"], "force": True}
+    return {"state": "absent", "src": None, "force": False}
+
+
 def plan_setup(state, params):
     """The setup changes for the toolkit: {set_link, set_ldconfig, set_profile, kept, ...}.
 
@@ -345,6 +360,10 @@ def plan_setup(state, params):
     resolves its libcudart (the packages' own entry), unless the role's own file is there, which it keeps
     up to date. A toolkit from packages (update_unknown) gets no login-shell script unless the script is
     already there: its packages leave PATH to the host, and so does the role.
+
+    And around the installer: the directories to create (create_dirs: tmpdir private, 0700), how to put the
+    home link back (restore_link), and what goes after a good install (cleanup: the previous toolkit kept
+    aside, and params['runfile'] unless params['keep_runfile']).
     """
     installed = state["installed"]
     link, linker = state["link"], state["linker"]
@@ -361,6 +380,7 @@ def plan_setup(state, params):
         kept.append("the dynamic linker already resolves %s to it (%s)" % (linker["soname"], linker["found"]))
     if profile and not set_profile:
         kept.append("no %s: a toolkit from packages leaves PATH to the host" % profile)
+    runfile = [params["runfile"]] if params.get("runfile") and not params.get("keep_runfile") else []
     return {
         "set_link": set_link,
         "set_ldconfig": set_ldconfig,
@@ -369,6 +389,10 @@ def plan_setup(state, params):
         "remove_ldconfig_files": (stale_ldconfig_files(state["ldconfig_file"], params.get("managed_marker") or MANAGED_MARKER)
                                   if manage_ldconfig else []),
         "uninstall": [item["path"] for item in state["remove"] if item["uninstaller"]],
+        "create_dirs": [{"path": path, "mode": "0700" if path == params.get("tmpdir") else "0755"}
+                        for path in state["missing_dirs"]],
+        "restore_link": restore_link(link),
+        "cleanup": [state["aside"]["path"]] + runfile,
     }
 
 
@@ -408,17 +432,20 @@ def _others_report(others, remove_paths, uninstall):
 
 def _empty_state(params, errors):
     """The answer when the version cannot be read: nothing examined, the errors say why."""
+    link = read_link(params.get("home_link") or "/usr/local/cuda", None)
     return {
         "version": params.get("version"), "major": None, "major_minor": None, "dir": None, "exists": False,
         "installed": False, "update_unknown": False, "problems": [], "toolkit": None,
         "nvcc": {"path": None, "version": None, "build": None, "error": None},
         "linker": {"soname": None, "library": None, "found": None, "ok": False, "error": None},
-        "link": read_link(params.get("home_link") or "/usr/local/cuda", None),
+        "link": link,
         "aside": {"path": None, "exists": False}, "ldconfig_file": params.get("ldconfig_file") or None,
         "ldconfig_file_exists": False, "profile_script": params.get("profile_script") or "", "profile_exists": False,
         "missing_dirs": [], "remove": [], "remove_without_uninstaller": [], "others": [], "others_report": None,
         "plan": {"set_link": False, "set_ldconfig": False, "set_profile": False, "kept": [],
-                 "remove_ldconfig_files": [], "uninstall": []},
+                 "remove_ldconfig_files": [], "uninstall": [], "create_dirs": [], "restore_link": restore_link(link),
+                 "cleanup": []},
+        "gate_parts": gate_parts(params.get("collect")),
         "install_check": None, "report": "The toolkit's state was not read: %s" % " ".join(errors),
         "errors": errors, "warnings": [],
     }
@@ -440,7 +467,8 @@ def read_state(params, run=proc_run, ldconfig="ldconfig", check_mode=False):
 
     params: version, prefix, home_link, toolkit_root, scan_prefixes, ldconfig_file, profile_script,
     manage_cuda_link, manage_ldconfig, remove_toolkits, managed_marker, tmpdir, download_dir, log_file,
-    installer_extra_args, timeout, and for the install check runfile, runfile_checksum, min_free_mb.
+    installer_extra_args, timeout, collect, and for the install check runfile, runfile_checksum, min_free_mb,
+    keep_runfile.
     run: proc.run or a stand-in with its interface. ldconfig: the program to run for ``ldconfig -p``
     (None when the host has none).
     """
@@ -488,6 +516,7 @@ def read_state(params, run=proc_run, ldconfig="ldconfig", check_mode=False):
     state["remove"] = removal(remove_paths)
     state["remove_without_uninstaller"] = [r["path"] for r in state["remove"] if r["present"] and not r["uninstaller"]]
     state["plan"] = plan_setup(state, params)
+    state["gate_parts"] = gate_parts(params.get("collect"))
     state["install_check"] = check_install(params, check_mode)
     state["others_report"] = _others_report(others, remove_paths, state["plan"]["uninstall"])
     state["report"] = _report(state, version)

@@ -201,6 +201,26 @@ def seed_host(play_hosts, complete, chosen=""):
     return ""
 
 
+# What downloaded() reads of hf_model_verify's result.
+CHECKED_KEYS = ("ok", "missing", "damaged", "seedable", "bytes_to_fetch")
+
+
+def downloaded(checked, check_mode=False):
+    """What this run downloads of the model, for the fleet report: {files_downloaded, bytes_downloaded}.
+
+    checked: the check of the files on the host before the download (hf_model_verify's result with seed_from: ok,
+    missing, damaged, seedable, bytes_to_fetch). The files missing or damaged that the revision in use cannot give,
+    and their bytes; 0 and 0 when the copy was complete already, and in check mode (nothing is downloaded).
+    """
+    if not isinstance(checked, dict) or any(key not in checked for key in CHECKED_KEYS):
+        raise InputError("downloaded: the check of the files must be hf_model_verify's result (with %s)"
+                         % ", ".join(CHECKED_KEYS))
+    if checked["ok"] or check_mode:
+        return {"files_downloaded": 0, "bytes_downloaded": 0}
+    needed = set(checked["missing"]) | set(checked["damaged"])
+    return {"files_downloaded": len(needed - set(checked["seedable"])), "bytes_downloaded": checked["bytes_to_fetch"]}
+
+
 def role_download_options(inputs, download, token=""):
     """hf_download's options for the download of role qwen_model_fetch (``command`` takes them).
 

@@ -123,6 +123,18 @@ options:
         C(0) is three times the size of O(runfile).
     type: int
     default: 0
+  keep_runfile:
+    description:
+      - Whether the role keeps O(runfile) after a good install (C(cuda_toolkit_keep_runfile)); else
+        RV(plan.cleanup) lists it.
+    type: bool
+    default: false
+  collect:
+    description:
+      - Whether preflight collects the role's gate (C(llm_stack_gate_collect)); then RV(gate_parts) leaves the
+        matrix's driver rule to preflight.
+    type: bool
+    default: false
   require_installed:
     description:
       - Fail, with the state and a message naming what is missing, unless CUDA O(version) is installed (used right
@@ -368,6 +380,22 @@ plan:
       description: Toolkits of O(remove_toolkits) whose C(bin/cuda-uninstaller) is there.
       type: list
       elements: str
+    create_dirs:
+      description: RV(missing_dirs), each with the mode the role creates it with (C(path), C(mode)), C(0700) for
+        O(tmpdir), else C(0755).
+      type: list
+      elements: dict
+    restore_link:
+      description:
+        - How the role puts O(home_link) back as it is now, where the installer (which points it at the new
+          toolkit) is not to have the last word - the C(state), C(src) and C(force) of M(ansible.builtin.file).
+        - A link to its target again (C(state=link), C(force=true)), else C(state=absent) with C(src=null).
+      type: dict
+    cleanup:
+      description: What the role removes after a good install - RV(aside.path), and O(runfile) unless
+        O(keep_runfile).
+      type: list
+      elements: str
   sample:
     set_link: false
     set_ldconfig: false
@@ -378,6 +406,17 @@ plan:
       - "no /etc/profile.d/cuda.sh: a toolkit from packages leaves PATH to the host"
     remove_ldconfig_files: []
     uninstall: []
+    create_dirs: []
+    restore_link: {state: link, src: /etc/alternatives/cuda, force: true}
+    cleanup: [/usr/local/cuda-13.0.previous]
+gate_parts:
+  description: The parts of M(gpufleet.llm_stack.stack_compat) the role's gate runs - C(matrix) (the matrix's
+    driver rule) and C(cuda_toolkit), or C(cuda_toolkit) alone with O(collect) (preflight applies the driver rule
+    itself).
+  returned: always
+  type: list
+  elements: str
+  sample: [matrix, cuda_toolkit]
 install_check:
   description:
     - With O(runfile), whether it is the right file and there is room to install it; null without O(runfile).
@@ -485,6 +524,8 @@ def main():
             runfile_checksum=dict(type="str", default=""),
             min_free_mb=dict(type="int", default=0),
             timeout=dict(type="int", default=30),
+            keep_runfile=dict(type="bool", default=False),
+            collect=dict(type="bool", default=False),
             require_installed=dict(type="bool", default=False),
             fetch_url=dict(type="str"),
             fetch_dest=dict(type="str"),

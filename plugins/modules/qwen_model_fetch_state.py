@@ -24,6 +24,7 @@ description:
     not complete.
   - With O(download), the C(hf download) command for M(gpufleet.llm_stack.run_logged) (RV(download_command)) - the
     hf_download module's own command, the token and the endpoint's password only in its environment.
+  - With O(checked), what this run downloads (RV(downloaded)) for the fleet report - nothing in check mode.
   - Where the task hides its result (no_log, as it must with O(download)), a failure's message is shown all the same,
     with the credentials masked.
   - The decisions are in C(plugins/module_utils/hf_download.py).
@@ -54,6 +55,12 @@ options:
     description:
       - What the role set once the hub resolved the revision - C(revision) (the commit), C(local_dir) (the revision
         directory) and C(log_path) (the download's log on the host). Given, RV(download_command) is returned.
+    type: dict
+  checked:
+    description:
+      - The check of the files on the host before the download (the role's C(qwen_model_fetch_state), the result of
+        M(gpufleet.llm_stack.hf_model_verify) with C(seed_from)) - C(ok), C(missing), C(damaged), C(seedable) and
+        C(bytes_to_fetch) are read. Given, RV(downloaded) is returned.
     type: dict
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
@@ -87,6 +94,13 @@ EXAMPLES = r"""
       log_path: /var/log/llm-stack/qwen_model_fetch-Qwen--Qwen3.5-9B.log
   register: qwen_model_fetch_download
   no_log: true
+
+- name: Count what this run downloaded
+  gpufleet.llm_stack.qwen_model_fetch_state:
+    inputs: "{{ qwen_model_fetch_inputs }}"
+    token: "{{ qwen_model_fetch_token }}"
+    checked: "{{ qwen_model_fetch_state }}"
+  register: qwen_model_fetch_downloaded
 """
 
 RETURN = r"""
@@ -113,6 +127,21 @@ download_command:
     endpoint:
       description: The endpoint as shown, credentials masked.
       type: str
+downloaded:
+  description:
+    - With O(checked), what this run downloads, as the check before the download found it - the files missing or
+      damaged that the revision in use cannot give, and their bytes.
+    - Both 0 when the copy was complete already, and in check mode.
+  returned: with O(checked)
+  type: dict
+  contains:
+    files_downloaded:
+      description: How many files.
+      type: int
+    bytes_downloaded:
+      description: Their size in bytes.
+      type: int
+  sample: {files_downloaded: 4, bytes_downloaded: 19318456320}
 msg:
   description: On failure, C(qwen_model_fetch on HOST, nothing was changed:) and every problem, or the error.
   returned: on failure

@@ -136,5 +136,29 @@ def test_a_bad_download_input_fails_naming_the_option_shown_masked_when_hidden()
     assert shown.call_count == 1 and "hidden" in shown.call_args[0][0]
 
 
+SHARDS = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+CHECKED = {"ok": False, "missing": SHARDS + ["config.json"], "damaged": [], "seedable": ["config.json"],
+           "bytes_to_fetch": 9 * 1024 ** 3, "problems": ["..."]}
+
+
+def test_what_this_run_downloaded_nothing_in_check_mode():
+    args = {"inputs": role_inputs(), "token": TOKEN, "checked": CHECKED}
+    result = run(args)
+    assert not result.get("failed") and result["changed"] is False
+    assert result["downloaded"] == {"files_downloaded": 2, "bytes_downloaded": 9 * 1024 ** 3}
+    assert result["downloaded"] == H.downloaded(CHECKED)
+    assert "seed_host" not in result and "download_command" not in result
+    assert run(args, check_mode=True)["downloaded"] == {"files_downloaded": 0, "bytes_downloaded": 0}
+    assert run(dict(args, checked=dict(CHECKED, ok=True)))["downloaded"] == {"files_downloaded": 0,
+                                                                             "bytes_downloaded": 0}
+    assert "downloaded" not in run({"inputs": role_inputs(), "token": TOKEN})
+
+
+def test_what_this_run_downloaded_needs_the_check_of_the_files():
+    result = run({"inputs": role_inputs(), "checked": {"ok": False}})
+    assert result["failed"] is True and result["msg"].startswith("hf_downloaded: downloaded: the check of the files")
+    assert "downloaded" not in result
+
+
 def test_the_token_and_the_inputs_are_no_log():
     assert action_module.OPTIONS["token"]["no_log"] is True and action_module.OPTIONS["inputs"]["no_log"] is True

@@ -241,7 +241,10 @@ def test_nothing_there_plans_everything(host):
     assert (state["exists"], state["installed"], state["update_unknown"], state["problems"]) == (False, False, False, [])
     assert state["report"] == "CUDA 13.0.2 is not installed: it goes to %s/cuda-13.0." % host.prefix
     assert state["plan"] == {"set_link": True, "set_ldconfig": True, "set_profile": True, "kept": [],
-                             "remove_ldconfig_files": [], "uninstall": []}
+                             "remove_ldconfig_files": [], "uninstall": [], "create_dirs": [],
+                             "restore_link": {"state": "absent", "src": None, "force": False},
+                             "cleanup": [host.prefix + "/cuda-13.0.previous"]}
+    assert state["gate_parts"] == ["matrix", "cuda_toolkit"]
     assert state["link"] == {"path": host.link, "exists": False, "islink": False, "target": None, "resolved": None,
                              "leads_to_dir": False}
     assert state["aside"] == {"path": host.prefix + "/cuda-13.0.previous", "exists": False}
@@ -265,7 +268,9 @@ def test_runfile_toolkit_installed_and_set_up(host):
     assert state["link"]["leads_to_dir"] is True and state["link"]["target"] == tk_dir
     # The role's own files are kept up to date (their templates decide whether they change).
     assert state["plan"] == {"set_link": False, "set_ldconfig": True, "set_profile": True, "kept": [],
-                             "remove_ldconfig_files": [], "uninstall": []}
+                             "remove_ldconfig_files": [], "uninstall": [], "create_dirs": [],
+                             "restore_link": {"state": "link", "src": tk_dir, "force": True},
+                             "cleanup": [tk_dir + ".previous"]}
 
 
 def test_h200_packaged_toolkit_kept_as_found(host):
@@ -455,6 +460,46 @@ def test_link_that_is_a_directory_stops_the_host(host):
     assert host.state(manage_cuda_link=False)["errors"] == []
 
 
+def test_the_link_is_put_back_as_it_was_read(host):
+    os.symlink(host.prefix + "/cuda-12.4", host.link)
+    assert host.state()["plan"]["restore_link"] == {"state": "link", "src": host.prefix + "/cuda-12.4", "force": True}
+    os.remove(host.link)
+    os.makedirs(host.link)
+    # a real directory (an error while the role manages the link): the when of the task leaves it alone
+    restore = host.state(manage_cuda_link=False)["plan"]["restore_link"]
+    assert restore == {"state": "absent", "src": None, "force": False}
+
+
+# around the installer: the directories it needs, what goes after a good install, the gate's parts
+
+
+def test_missing_directories_are_created_the_unpacking_one_private(host):
+    prefix, tmpdir = host.base + "/opt/cuda-side", host.base + "/var/tmp/cuda"
+    state = host.state(prefix=prefix, tmpdir=tmpdir)
+    assert state["missing_dirs"] == [prefix, tmpdir]
+    assert state["plan"]["create_dirs"] == [{"path": prefix, "mode": "0755"}, {"path": tmpdir, "mode": "0700"}]
+    os.makedirs(prefix)
+    assert host.state(prefix=prefix, tmpdir=tmpdir)["plan"]["create_dirs"] == [{"path": tmpdir, "mode": "0700"}]
+    # one directory for both: it unpacks there, so it is private
+    assert host.state(prefix=tmpdir, tmpdir=tmpdir)["plan"]["create_dirs"] == [{"path": tmpdir, "mode": "0700"}] * 2
+
+
+def test_after_a_good_install_the_runfile_goes_unless_kept(host):
+    runfile = host.base + "/var/cache/cuda-toolkit/cuda_13.0.2_580.95.05_linux.run"
+    aside = host.prefix + "/cuda-13.0.previous"
+    assert host.state()["plan"]["cleanup"] == [aside]
+    assert host.state(runfile=runfile)["plan"]["cleanup"] == [aside, runfile]
+    assert host.state(runfile=runfile, keep_runfile=True)["plan"]["cleanup"] == [aside]
+    assert host.state(runfile=runfile, keep_runfile=False)["plan"]["cleanup"] == [aside, runfile]
+
+
+@pytest.mark.parametrize("collect, parts", [(False, ["matrix", "cuda_toolkit"]), (True, ["cuda_toolkit"]),
+                                            (None, ["matrix", "cuda_toolkit"])])
+def test_the_gate_leaves_the_driver_rule_to_preflight_when_it_collects(host, collect, parts):
+    assert host.state(collect=collect)["gate_parts"] == parts
+    assert ct.gate_parts(collect) == parts
+
+
 # an interrupted install, removals, other toolkits
 
 
@@ -530,6 +575,10 @@ def test_unreadable_version(host, version):
     assert state["errors"][1].startswith("cuda_toolkit_tmpdir is ")
     assert state["report"].startswith("The toolkit's state was not read: cuda_toolkit_version is ")
     assert state["plan"]["set_link"] is False
+    assert (state["plan"]["create_dirs"], state["plan"]["cleanup"]) == ([], [])
+    assert state["plan"]["restore_link"] == {"state": "absent", "src": None, "force": False}
+    assert state["gate_parts"] == ["matrix", "cuda_toolkit"]
+    assert host.state(version=version, collect=True)["gate_parts"] == ["cuda_toolkit"]
 
 
 @settings(max_examples=100, deadline=None)

@@ -72,6 +72,41 @@ def test_patterns_pass_through_in_order(patterns):
     assert got == patterns
 
 
+# --- what the run downloaded -------------------------------------------------
+
+CHECKED = {"ok": False, "missing": ["a.safetensors", "b.safetensors", "config.json"], "damaged": ["c.safetensors"],
+           "seedable": ["config.json", "c.safetensors"], "bytes_to_fetch": 2048, "problems": ["..."]}
+
+
+def test_downloaded_counts_what_no_earlier_revision_gives():
+    assert H.downloaded(CHECKED) == {"files_downloaded": 2, "bytes_downloaded": 2048}
+    assert H.downloaded(dict(CHECKED, seedable=[])) == {"files_downloaded": 4, "bytes_downloaded": 2048}
+
+
+def test_nothing_is_downloaded_in_check_mode_or_for_a_complete_copy():
+    assert H.downloaded(CHECKED, check_mode=True) == {"files_downloaded": 0, "bytes_downloaded": 0}
+    assert H.downloaded(dict(CHECKED, ok=True)) == {"files_downloaded": 0, "bytes_downloaded": 0}
+
+
+@pytest.mark.parametrize("checked", [None, [], {"ok": False}, dict((k, v) for k, v in CHECKED.items() if k != "seedable")])
+def test_downloaded_needs_the_check_of_the_files(checked):
+    with pytest.raises(H.InputError, match="hf_model_verify's result"):
+        H.downloaded(checked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sets(st.sampled_from("abcdefgh")), st.sets(st.sampled_from("abcdefgh")), st.sets(st.sampled_from("abcdefgh")),
+       st.booleans(), st.booleans())
+def test_downloaded_property(missing, damaged, seedable, ok, check_mode):
+    checked = {"ok": ok, "missing": sorted(missing), "damaged": sorted(damaged - missing), "seedable": sorted(seedable),
+               "bytes_to_fetch": 7}
+    got = H.downloaded(checked, check_mode)
+    if ok or check_mode:
+        assert got == {"files_downloaded": 0, "bytes_downloaded": 0}
+    else:
+        assert got == {"files_downloaded": len((missing | damaged) - seedable), "bytes_downloaded": 7}
+
+
 # --- the seed host -----------------------------------------------------------
 
 def test_seed_host_is_the_chosen_one_else_the_first_that_needs_files():

@@ -116,6 +116,20 @@ def test_runfile_checks(run_module, h200):
     assert "cuda_toolkit_min_free_mb" in check["errors"][1]
 
 
+def test_the_plan_around_the_installer(run_module, h200):
+    runfile = h200["base"] + "/var/cache/cuda-toolkit/cuda_13.0.2_580.95.05_linux.run"
+    tmpdir = h200["base"] + "/tmp"
+    result = run_module(cuda_toolkit_state.main, dict(h200["args"], runfile=runfile, tmpdir=tmpdir))[1]
+    plan = result["plan"]
+    assert plan["create_dirs"] == [{"path": tmpdir, "mode": "0700"}]
+    assert plan["restore_link"] == {"state": "link", "src": h200["base"] + "/etc/alternatives/cuda", "force": True}
+    assert plan["cleanup"] == [h200["dir"] + ".previous", runfile]
+    assert result["gate_parts"] == ["matrix", "cuda_toolkit"]
+    result = run_module(cuda_toolkit_state.main, dict(h200["args"], runfile=runfile, keep_runfile=True, collect=True))[1]
+    assert result["plan"]["cleanup"] == [h200["dir"] + ".previous"]
+    assert result["gate_parts"] == ["cuda_toolkit"]
+
+
 def test_runfile_missing_after_download(run_module, h200):
     args = dict(h200["args"], runfile=h200["base"] + "/nothing.run")
     check = run_module(cuda_toolkit_state.main, args)[1]["install_check"]
