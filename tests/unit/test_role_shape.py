@@ -12,7 +12,10 @@
 - a conditional (when, that, until, changed_when, failed_when) in a role's tasks or handlers or a playbook holds
   two clauses at most and no inline if/else: a longer one is a decision, a boolean of the plan or result the role
   computes in Python, or a block with its own when. The few that stay are in CONDITIONALS_ALLOWED, with the reason
-  (the YAML says it too, on the line above).
+  (the YAML says it too, on the line above);
+- a task's value (a module option, a vars entry, a loop) does not choose with an inline if/else: the role's plan
+  gives the value. Messages and task names may word themselves so. The few left are in INLINE_ALLOWED, with the
+  reason, and with CONDITIONALS_ALLOWED they stay under MAX_DECISIONS_LEFT.
 
 Each check is run on a small sample that breaks it first, so a scanner that finds nothing fails here.
 """
@@ -43,6 +46,18 @@ CONDITIONALS_ALLOWED = {
         "the always section of the installer's rescue block: whether the installer failed and what the new state"
         " read are known only there, and a set_fact in always would run on the failure path too",
 }
+
+# (file, task name, value): why the value still chooses with an inline if/else.
+INLINE_ALLOWED = {
+    ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size",
+     "block/gpufleet.llm_stack.vllm_serve_state/api_key"):
+        "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password",
+    ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size",
+     "block/gpufleet.llm_stack.vllm_serve_state/hf_token"):
+        "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password",
+}
+# The most decision-shaped expressions the roles and playbooks may keep (conditionals and inline choices).
+MAX_DECISIONS_LEFT = 4
 
 
 def yaml_files(*trees):
@@ -260,3 +275,36 @@ def test_the_allowed_conditionals_are_still_there():
 
 def test_cuda_toolkit_flows_through_five_task_files_or_fewer():
     assert len(os.listdir(os.path.join(REPO, "roles", "cuda_toolkit", "tasks"))) <= 5
+
+
+def test_the_inline_choice_scanner_finds_choices_and_skips_messages():
+    sample = yaml.safe_load("""
+- name: "Say {{ 'a' if x else 'b' }}"
+  ansible.builtin.debug:
+    msg: "{{ 'on' if y else 'off' }}"
+- name: Choose
+  ansible.builtin.file:
+    mode: "{{ '0700' if tmp else '0755' }}"
+    path: "{{ p }}"
+  vars:
+    where: "{{ a if a is abs else '/x' }}"
+  when: "(a if b else c) | bool"
+""")
+    assert inline_choices(sample) == [("Choose", "ansible.builtin.file/mode"), ("Choose", "vars/where")]
+
+
+@pytest.mark.parametrize("path", [relative(p) for p in conditional_files()])
+def test_task_values_do_not_choose_inline(path):
+    found = [(path,) + where for where in inline_choices(load(os.path.join(REPO, path)))]
+    assert [where for where in found if where not in INLINE_ALLOWED] == []
+    with open(os.path.join(REPO, path)) as handle:
+        text = handle.read()
+    for where in found:
+        assert re.search(r"#[^\n]*\n *- name: %s\n" % re.escape(where[1]), text), where
+
+
+def test_few_decision_shaped_expressions_are_left():
+    for path, task, value in INLINE_ALLOWED:
+        assert value in [v for t, v in inline_choices(load(os.path.join(REPO, path))) if t == task]
+    assert len(CONDITIONALS_ALLOWED) + len(INLINE_ALLOWED) <= MAX_DECISIONS_LEFT
+
