@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download, hf_local
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 
@@ -36,6 +36,7 @@ OPTIONS = dict(
     complete=dict(type="list", elements="bool"),
     download=dict(type="dict"),
     checked=dict(type="dict"),
+    commit=dict(type="str"),
 )
 
 
@@ -71,6 +72,11 @@ class ActionModule(RoleAction):
                 return self.stop(result, "hf_download_command: %s" % exc)
             command.pop("secrets")
             result["download_command"] = command
+        if args["commit"] is not None:
+            # Where the model lives: hf_local.model_path, the layout's one rule (vllm_serve serves by it too).
+            result["paths"] = dict(base=hf_local.model_path(inputs.get("models_dir"), inputs.get("model"), None),
+                                   dir=hf_local.model_path(inputs.get("models_dir"), inputs.get("model"), args["commit"]),
+                                   path=hf_local.model_path(inputs.get("models_dir"), inputs.get("model")))
         if args["checked"] is not None:
             try:
                 result["downloaded"] = hf_download.downloaded(args["checked"], bool(self._task.check_mode))

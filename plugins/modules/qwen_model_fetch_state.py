@@ -62,6 +62,10 @@ options:
         M(gpufleet.llm_stack.hf_model_verify) with C(seed_from)) - C(ok), C(missing), C(damaged), C(seedable) and
         C(bytes_to_fetch) are read. Given, RV(downloaded) is returned.
     type: dict
+  commit:
+    description:
+      - The commit the revision resolves to. Given, RV(paths) is returned.
+    type: str
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 seealso:
@@ -126,6 +130,22 @@ download_command:
       type: bool
     endpoint:
       description: The endpoint as shown, credentials masked.
+      type: str
+paths:
+  description:
+    - With O(commit), where the model lives on the host, by the collection's one rule of the layout
+      (C(<models_dir>/<org>/<name>/<revision>)), which vllm_serve serves by too.
+  returned: with O(commit)
+  type: dict
+  contains:
+    base:
+      description: The model's directory, C(<models_dir>/<org>/<name>), which holds its revisions and the link.
+      type: str
+    dir:
+      description: The commit's directory.
+      type: str
+    path:
+      description: The link C(current), which the role switches to the commit once its files are complete.
       type: str
 downloaded:
   description:

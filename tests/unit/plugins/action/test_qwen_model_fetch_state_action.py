@@ -162,3 +162,16 @@ def test_what_this_run_downloaded_needs_the_check_of_the_files():
 
 def test_the_token_and_the_inputs_are_no_log():
     assert action_module.OPTIONS["token"]["no_log"] is True and action_module.OPTIONS["inputs"]["no_log"] is True
+
+
+def test_where_the_model_lives_is_the_layout_vllm_serve_serves_by():
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve
+    result = run({"inputs": role_inputs(models_dir="/opt/llm-stack/models/"), "commit": COMMIT})
+    assert result["paths"] == {"base": "/opt/llm-stack/models/Qwen/Qwen3.5-9B",
+                               "dir": "/opt/llm-stack/models/Qwen/Qwen3.5-9B/" + COMMIT,
+                               "path": "/opt/llm-stack/models/Qwen/Qwen3.5-9B/current"}
+    assert result["paths"]["dir"] == DOWNLOAD["local_dir"]
+    # vllm_serve's model directory for the same variables is the link the role switches.
+    assert vllm_serve.model_dir_of("/opt/llm-stack/models/", "Qwen/Qwen3.5-9B") == \
+        result["paths"]["path"]
+    assert "paths" not in run({"inputs": role_inputs()})
