@@ -392,7 +392,7 @@ plan:
         - A link to its target again (C(state=link), C(force=true)), else C(state=absent) with C(src=null).
       type: dict
     cleanup:
-      description: What the role removes after a good install - RV(aside.path), and O(runfile) unless
+      description: What the role removes after a good install - RV(aside) (its C(path)), and O(runfile) unless
         O(keep_runfile).
       type: list
       elements: str

@@ -48,13 +48,11 @@ CONDITIONALS_ALLOWED = {
 }
 
 # (file, task name, value): why the value still chooses with an inline if/else.
+SECRET_KEPT_UNTEMPLATED = "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password"
+SERVE_TASK = ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size")
 INLINE_ALLOWED = {
-    ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size",
-     "block/gpufleet.llm_stack.vllm_serve_state/api_key"):
-        "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password",
-    ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size",
-     "block/gpufleet.llm_stack.vllm_serve_state/hf_token"):
-        "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password",
+    SERVE_TASK + ("block/gpufleet.llm_stack.vllm_serve_state/api_key",): SECRET_KEPT_UNTEMPLATED,
+    SERVE_TASK + ("block/gpufleet.llm_stack.vllm_serve_state/hf_token",): SECRET_KEPT_UNTEMPLATED,
 }
 # The most decision-shaped expressions the roles and playbooks may keep (conditionals and inline choices).
 MAX_DECISIONS_LEFT = 4
@@ -307,4 +305,3 @@ def test_few_decision_shaped_expressions_are_left():
     for path, task, value in INLINE_ALLOWED:
         assert value in [v for t, v in inline_choices(load(os.path.join(REPO, path))) if t == task]
     assert len(CONDITIONALS_ALLOWED) + len(INLINE_ALLOWED) <= MAX_DECISIONS_LEFT
-

@@ -63,8 +63,7 @@ def walk(tasks):
     for task in tasks or []:
         yield task
         for section in ("block", "rescue", "always"):
-            for inner in walk(task.get(section)):
-                yield inner
+            yield from walk(task.get(section))
 
 
 @pytest.mark.parametrize("backend, files", [
@@ -112,7 +111,7 @@ def test_a_host_without_a_build_neither_locks_nor_builds():
 
 
 def test_the_yaml_acts_on_the_plans_task_files():
-    run_yml = [t for t in walk(tasks_of("run.yml"))]
+    run_yml = list(walk(tasks_of("run.yml")))
     includes = [t["ansible.builtin.include_tasks"] for t in run_yml if "ansible.builtin.include_tasks" in t]
     assert "{{ wheel_build_state.tasks.build }}" in includes and "{{ wheel_build_state.tasks.install }}" in includes
     keep = [t for t in walk(tasks_of("build.yml")) if "ansible.builtin.include_tasks" in t]
