@@ -209,3 +209,29 @@ def test_a_download_that_cannot_run_fails_with_the_filters_message(run_module, h
 def test_fetch_url_needs_fetch_dest(run_module, h200):
     kind, result, dummy = run_module(cuda_toolkit_state.main, dict(h200["args"], fetch_url=RUNFILE_URL))
     assert kind == "fail" and "fetch_dest" in result["msg"]
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("https://user:s3cret@mirror.example/cuda/cuda_13.0.2_580.95.05_linux.run",
+     "https://user:s3cret@mirror.example/cuda/cuda_13.0.2_580.95.05_linux.run"),
+    ("", "https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_580.95.05_linux.run"),
+])
+def test_the_download_fetches_the_url_as_given_not_the_gates_masked_one(given, expected):
+    """The gate shows cuda_toolkit_runfile_url with its credentials masked; the download must use the URL itself."""
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..")
+    with open(os.path.join(repo, "roles", "cuda_toolkit", "tasks", "main.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    block = next(task for task in tasks if "block" in task)
+    plan = next(task for task in block["block"] if "gpufleet.llm_stack.cuda_toolkit_state" in task)
+    gate_url = mask_credentials(given) or expected
+    variables = {"cuda_toolkit_runfile_url": given, "cuda_toolkit_runfile": {"url": gate_url}}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    expression = trust_as_template(plan["gpufleet.llm_stack.cuda_toolkit_state"]["fetch_url"])
+    assert templar.template(expression) == expected
+    if given:
+        assert gate_url != given and "s3cret" not in gate_url
