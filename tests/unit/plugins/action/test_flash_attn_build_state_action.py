@@ -15,7 +15,6 @@ __metaclass__ = type
 
 import json
 import os
-from unittest import mock
 
 import jinja2
 import pytest
@@ -29,6 +28,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
 from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
 from ansible_collections.gpufleet.llm_stack.plugins.test.secrets import has_credentials
+from action_task import new_action
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPU_FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "gpu")
@@ -47,14 +47,7 @@ def h200_facts():
 
 def make_action(args, run_module, facts=None, check_mode=False, delegate_to=None):
     """The action with its module calls made by the real torch_info; returns (action, calls, task_vars)."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = False
-    task.delegate_to = delegate_to
-    task.async_val = 0
-    task.diff = False
-    action = fa_action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(fa_action, args, check_mode=check_mode, delegate_to=delegate_to)
     calls = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):

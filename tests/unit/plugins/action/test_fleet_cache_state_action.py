@@ -9,13 +9,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from unittest import mock
 
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import fleet_cache_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
+from action_task import new_action
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -38,11 +38,7 @@ def role_inputs(**changes):
 
 
 def run(inputs, facts=None, check_mode=False, hostname="cache-1"):
-    task = mock.MagicMock()
-    task.args = {"inputs": inputs}
-    task.check_mode = check_mode
-    task.async_val = 0
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(action_module, {"inputs": inputs}, check_mode=check_mode)
     return action.run(task_vars={"ansible_facts": dict(facts or {}), "inventory_hostname": hostname})
 
 

@@ -10,12 +10,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from unittest import mock
 
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import hf_mirror_state as action_module
+from action_task import new_action
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_mirror as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as W
 
@@ -40,13 +40,10 @@ def role_inputs(**changes):
 
 
 def run(inputs, statfs=None, facts=None, check_mode=False):
-    task = mock.MagicMock()
-    task.args = {"inputs": inputs}
+    args = {"inputs": inputs}
     if statfs is not None:
-        task.args["statfs"] = statfs
-    task.check_mode = check_mode
-    task.async_val = 0
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+        args["statfs"] = statfs
+    action = new_action(action_module, args, check_mode=check_mode)
     return action.run(task_vars={"ansible_facts": dict(facts or {}), "inventory_hostname": "cache-1"})
 
 

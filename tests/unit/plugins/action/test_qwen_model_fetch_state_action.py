@@ -18,6 +18,7 @@ import yaml
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils import _role_action as role_action
 from ansible_collections.gpufleet.llm_stack.plugins.action import qwen_model_fetch_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_download as H
+from action_task import new_action
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 TOKEN = "hf_" + "t" * 34
@@ -41,12 +42,7 @@ def role_inputs(**changes):
 
 
 def make_action(args, check_mode=False, no_log=False):
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = no_log
-    task.async_val = 0
-    return action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    return new_action(action_module, args, check_mode=check_mode, no_log=no_log)
 
 
 def run(args, hostname="gpu-1", batch=None, **kwargs):

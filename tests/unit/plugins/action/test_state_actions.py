@@ -14,7 +14,6 @@ __metaclass__ = type
 
 import json
 import os
-from unittest import mock
 
 import pytest
 from ansible.errors import AnsibleActionFail
@@ -26,6 +25,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.action import torch_state as
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn as F
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
+from action_task import new_action
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPU_FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "gpu")
@@ -41,14 +41,7 @@ def h200_facts():
 def make_action(module, args, run_module, facts=None, check_mode=False, hostname="gpu-validate", no_log=False,
                 delegate_to=None):
     """The action with its module calls made by the real torch_info; returns (action, calls, task_vars)."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = no_log
-    task.delegate_to = delegate_to
-    task.async_val = 0
-    task.diff = False
-    action = module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(module, args, check_mode=check_mode, no_log=no_log, delegate_to=delegate_to)
     calls = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
@@ -70,11 +63,7 @@ def make_action(module, args, run_module, facts=None, check_mode=False, hostname
 
 def gate_alone(options):
     """The stack_compat action given these options, as the roles' gate task was."""
-    task = mock.MagicMock()
-    task.args = dict(options)
-    task.check_mode = False
-    task.async_val = 0
-    action = gate_action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(gate_action, options)
     return action.run(task_vars={})
 
 

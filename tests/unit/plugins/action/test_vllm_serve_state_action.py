@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import hf_local
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
+from action_task import new_action
 
 try:
     from ansible.template import trust_as_template
@@ -87,13 +88,7 @@ def seen(pid1="sleep", record_ok=None, record_problems=None):
 
 
 def run(args, facts=None, check_mode=False, no_log=False):
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = no_log
-    task.async_val = 0
-    task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(action_module, args, check_mode=check_mode, no_log=no_log)
     action._execute_module = mock.Mock(side_effect=AssertionError("vllm_serve_state sends nothing to the host"))
     return action.run(task_vars={"ansible_facts": dict(facts or {}), "inventory_hostname": "gpu-01"})
 

@@ -17,7 +17,6 @@ import copy
 import gzip
 import json
 import os
-from unittest import mock
 
 import pytest
 from ansible.errors import AnsibleActionFail
@@ -29,6 +28,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm as V
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build
 from ansible_collections.gpufleet.llm_stack.plugins.modules import gpu_facts
+from action_task import new_action
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures")
@@ -66,14 +66,7 @@ def probe(installed=None, url=""):
 
 def make_action(args, run_module, facts=None, check_mode=False, no_log=False):
     """The action, its module calls made by the real gpu_facts; returns (action, calls, task_vars)."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = no_log
-    task.delegate_to = None
-    task.async_val = 0
-    task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(action_module, args, check_mode=check_mode, no_log=no_log)
     calls = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):

@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from unittest import mock
 
 import pytest
 import yaml
@@ -21,6 +20,7 @@ import yaml
 from ansible_collections.gpufleet.llm_stack.plugins.action import wheel_build_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _wheel_build_role as R
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build as W
+from action_task import new_action
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))
 TASKS = os.path.join(REPO, "roles", "wheel_build", "tasks")
@@ -41,14 +41,7 @@ def make_inputs(tmp_path, backend):
 
 
 def run(args, check_mode=False, hostname="gpu-a", **task_vars):
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = False
-    task.delegate_to = None
-    task.async_val = 0
-    task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(action_module, args, check_mode=check_mode)
     variables = {"inventory_hostname": hostname, "groups": {"all": ["gpu-a", "gpu-b", "cache"]}, "ansible_facts": {}}
     variables.update(task_vars)
     return action.run(task_vars=variables)

@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from unittest import mock
 
 import pytest
 from ansible.plugins.filter.core import to_json
@@ -24,6 +23,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_e
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_build as W
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index as WI
 from ansible_collections.gpufleet.llm_stack.plugins.modules import torch_info
+from action_task import new_action
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 KEY = {"flash_attn": "2.8.3", "torch": "2.13.0+cpu", "python_abi": "cp311", "cxx11_abi": True, "archs": "80"}
@@ -44,14 +44,7 @@ def make_inputs(tmp_path, **over):
 
 def make_action(args, run_module=None, check_mode=False, hostname="gpu-a", **task_vars):
     """The action; the module it sends is the real torch_info. Returns (action, module calls, task_vars)."""
-    task = mock.MagicMock()
-    task.args = dict(args)
-    task.check_mode = check_mode
-    task.no_log = False
-    task.delegate_to = None
-    task.async_val = 0
-    task.diff = False
-    action = action_module.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None)
+    action = new_action(action_module, args, check_mode=check_mode)
     calls = []
 
     def execute(module_name=None, module_args=None, task_vars=None, **kwargs):
