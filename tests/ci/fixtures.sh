@@ -37,8 +37,14 @@
 # FIXTURE_JOBS builds run at once (default 3: most of the time goes to
 # downloads). Each build's log is build/ci/fixtures/<name>.log, printed when
 # the build ends (the last lines when it succeeded, the last 60 when it
-# failed); a table of the builds' wall times follows. The step fails when
-# any build failed, after all of them ended.
+# failed); a table of the builds' wall times follows. A failed build is
+# queued again, FIXTURE_RETRIES times (default 1): the builds download from
+# PyPI and Debian, and a connection that breaks in the middle of a file
+# fails pip and apt-get at once. Each builder finds what it completed and
+# starts over what it did not, so a second try is safe; the first try's
+# log is kept as <name>.log.1 and its end printed. The step fails when a
+# build failed on its last try, after all of them ended, and prints the end
+# of each such build's log again below the table.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 use_venv
 cd "${CI_ROOT}" || exit 1
@@ -107,6 +113,8 @@ fi
 ((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || die "bash ${BASH_VERSION}: fixtures.sh needs bash 5.1 or later (wait -n -p)"
 jobs="${FIXTURE_JOBS:-3}"
 [[ "${jobs}" =~ ^[1-9][0-9]*$ ]] || die "FIXTURE_JOBS=${jobs}: give a number of builds to run at once (1, 2, ...)"
+retries="${FIXTURE_RETRIES:-1}"
+[[ "${retries}" =~ ^[0-9]+$ ]] || die "FIXTURE_RETRIES=${retries}: give how many times a failed build is tried again (0, 1, ...)"
 queue=()
 for name in "${@:-${every[@]}}"; do
     fixture_dir "${name}" >/dev/null || die "unknown fixture ${name}: one of ${every[*]}"
@@ -114,7 +122,7 @@ for name in "${@:-${every[@]}}"; do
 done
 mkdir -p "${logs}"
 
-declare -A running=() started=()
+declare -A running=() started=() tries=()
 results=()
 failed=()
 
@@ -142,6 +150,12 @@ finish() {
         log "${name} done in ${seconds} s ($(fixture_dir "${name}")):"
         filter_pip_noise <"${log}" | tail -n 3 | sed "s/^/    /"
         results+=("${name}"$'\t'"${seconds}"$'\t'"ok")
+    elif [[ "${tries[${name}]}" -le "${retries}" ]]; then
+        mv -f "${log}" "${log}.${tries[${name}]}"
+        log "${name} FAILED (exit ${rc}) after ${seconds} s, try ${tries[${name}]}; queued again. The end of ${log}.${tries[${name}]}:"
+        filter_pip_noise <"${log}.${tries[${name}]}" | tail -n 60 | sed "s/^/    /"
+        results+=("${name}"$'\t'"${seconds}"$'\t'"FAILED (exit ${rc}), tried again")
+        queue+=("${name}")
     else
         log "${name} FAILED (exit ${rc}) after ${seconds} s; the end of ${log}:"
         filter_pip_noise <"${log}" | tail -n 60 | sed "s/^/    /"
@@ -157,6 +171,7 @@ while [[ "${#queue[@]}" -gt 0 || "${#running[@]}" -gt 0 ]]; do
         name="${queue[0]}"
         queue=("${queue[@]:1}")
         mapfile -t command < <(fixture_command "${name}")
+        tries[${name}]=$((${tries[${name}]:-0} + 1))
         # Written under this run's name, then moved to NAME.log: two callers
         # that build side by side (two scenarios) keep their logs apart.
         setsid "${command[@]}" >"${logs}/${name}.log.$$" 2>&1 </dev/null &
@@ -176,4 +191,8 @@ for row in "${results[@]}"; do
     printf '%-24s %8s  %s\n' "${name}" "${seconds}" "${result}"
 done
 printf '%-24s %8s\n' "wall clock" "$((SECONDS - start))"
+for name in "${failed[@]}"; do
+    printf '\nthe end of %s:\n' "${logs}/${name}.log"
+    filter_pip_noise <"${logs}/${name}.log" | tail -n 25 | sed "s/^/    /"
+done
 [[ "${#failed[@]}" -eq 0 ]] || die "fixture builds failed: ${failed[*]} (logs under ${logs})"

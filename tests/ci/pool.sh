@@ -121,4 +121,10 @@ while [[ "${#queue[@]}" -gt 0 || "${#running[@]}" -gt 0 ]]; do
     fi
 done
 
+# The end of each failed step's log once more, last: a reader of the
+# output's tail sees why.
+for name in "${failed[@]}"; do
+    printf '\n######## the end of %s ########\n' "${logs}/${name//\//_}.log"
+    filter_pip_noise <"${logs}/${name//\//_}.log" | tail -n 40
+done
 [[ "${#failed[@]}" -eq 0 ]] || die "steps failed: ${failed[*]} (logs under ${logs})"
