@@ -27,8 +27,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleError
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import flash_attn
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import wheel_index
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_bool, as_dict as _dict
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.gate_options import gate_from_options
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.torch_state import fail_as, split_reading
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
@@ -53,7 +55,10 @@ OPTIONS = dict(
     plan=dict(type="dict"),
     probe=dict(type="dict"),
     group=dict(type="list", elements="dict"),
+    # A build host (flash_attn_build_for_fleet): the plans of the other hosts' keys, read from the play's hosts.
+    fleet=dict(type="bool", default=False),
     built=dict(type="dict"),
+    fleet_built=dict(type="list", elements="dict", default=[]),
     check_output=dict(type="dict"),
 )
 
@@ -80,7 +85,7 @@ class ActionModule(RoleAction):
             return result
         facts = dict(task_vars.get("ansible_facts") or {})
         if args["plan"] is not None:
-            return self._follow(result, args, facts)
+            return self._follow(result, args, facts, task_vars)
         if args["read_venv"] and self._task.delegate_to:
             return self.stop(result, "flash_attn_build_state reads the inventory host's venv: it cannot run with"
                                      " delegate_to (%s) unless read_venv is false" % self._task.delegate_to)
@@ -125,9 +130,11 @@ class ActionModule(RoleAction):
                       result=None if build_plan["work"] else flash_attn.build_result(build_plan))
         return result
 
-    def _follow(self, result, args, facts):
-        """A later step: the plan for the group's archs, or this host's result and whether its checks run."""
+    def _follow(self, result, args, facts, task_vars):
+        """A later step: the plan for the group's archs, a build host's fleet, or this host's result and checks."""
         build_plan = args["plan"]
+        if args["fleet"]:
+            return self._fleet(result, args, facts, task_vars)
         if args["group"] is not None:
             # arch_scope=group: the same reading, with the plans of the batch's hosts that share the rest of the key.
             probe = args["probe"]
@@ -141,9 +148,56 @@ class ActionModule(RoleAction):
         # After wheel_build (built: its result), or without it (built null): nothing of the plan, which holds the
         # index URL, is returned.
         try:
-            host_result = flash_attn.build_result(build_plan, args["built"])
+            host_result = flash_attn.build_result(build_plan, args["built"], args["fleet_built"])
         except flash_attn.FlashAttnError as exc:
             return self.stop(result, "flash_attn_build_result: %s" % exc)
         result.update(result=host_result,
                       checks=flash_attn.check_steps(build_plan, args["built"], bool(self._task.check_mode)))
         return result
+
+    def _fleet(self, result, args, facts, task_vars):
+        """A build host's plans: one per distinct key of the other hosts of the play, and the plan it installs.
+
+        The hosts of the batch by their plans (flash_attn_build_plan), the hosts of later batches by preflight's
+        contract fact (ansible_facts.llm_stack_host); other build hosts (flash_attn_build_for_fleet) are no members.
+        """
+        if args["probe"] is None:
+            return self.stop(result, "flash_attn_build_state: fleet needs the reading (probe) of the build host")
+        probe = args["probe"]
+        members, preflight_hosts, builders = fleet_hosts(task_vars)
+        try:
+            fleet = flash_attn.fleet_plans(args["plan"], members, preflight_hosts, builders, facts=facts, torch=probe,
+                                           nvcc=probe.get("toolkits"))
+            own = flash_attn.fleet_own_plan(args["plan"], fleet)
+        except flash_attn.FlashAttnError as exc:
+            return self.stop(result, "flash_attn_build_plan: %s" % exc)
+        result.update(fleet_plans=fleet, fleet_jobs_requests=[jobs_request(item) for item in fleet],
+                      plan=own, jobs_request=jobs_request(own))
+        return result
+
+
+def _hostvar(hostvars, host, name):
+    """One variable of another host as hostvars gives it, None where it has none."""
+    try:
+        return hostvars[host].get(name)
+    except (KeyError, AttributeError, TypeError, AnsibleError):
+        return None
+
+
+def fleet_hosts(task_vars):
+    """(members, preflight_hosts, builders) of the play for flash_attn.fleet_plans.
+
+    members: the plans (flash_attn_build_plan) of the hosts of the batch; preflight_hosts: {host: llm_stack_host}
+    of the hosts of the play outside the batch; builders: the hosts of the play with flash_attn_build_for_fleet true.
+    """
+    hostvars = task_vars.get("hostvars") or {}
+    batch = list(task_vars.get("ansible_play_batch") or [])
+    members = [_hostvar(hostvars, host, "flash_attn_build_plan") for host in batch]
+    preflight_hosts = {}
+    builders = []
+    for host in task_vars.get("ansible_play_hosts_all") or []:
+        if as_bool(_hostvar(hostvars, host, "flash_attn_build_for_fleet")):
+            builders.append(host)
+        if host not in batch:
+            preflight_hosts[host] = _dict(_hostvar(hostvars, host, "ansible_facts")).get("llm_stack_host")
+    return members, preflight_hosts, builders

@@ -126,5 +126,5 @@ class ActionModule(RoleAction):
         if args["built_wheel"] is not None:
             return {"index_filename": wheel_index.tagged_filename(os.path.basename(args["built_wheel"]), state["entry"])}
         if args["index_wheels"] is not None:
-            return R.index_outcome(args["index_wheels"], args["compiled"])
+            return R.index_outcome(args["index_wheels"], args["compiled"], state.get("install", True))
         return {"failed": True, "msg": "wheel_build_state: " + STEPS}

@@ -60,6 +60,8 @@ INPUTS = {
     "check_tolerance": ("flash_attn_build_check_tolerance", 0.01),
     "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
     "hostname": ("inventory_hostname", ""),
+    # A build host: it compiles the keys of the other hosts of the play before they install (flash_attn.fleet_plans).
+    "for_fleet": ("flash_attn_build_for_fleet", False),
 }
 
 
@@ -117,6 +119,13 @@ def read_inputs(inputs):
                               " or commit (a commit is the reproducible choice), without spaces."
                               % (INPUTS[key][0], v[key]))
     v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
+    # A boolean, or a string Ansible reads as one ("true", "no"): the inventory's value through vars/main.yml.
+    value = v["for_fleet"]
+    for_fleet = value if isinstance(value, bool) else _bool(value, None) if isinstance(value, str) else None
+    if for_fleet is None:
+        errors.append("flash_attn_build_for_fleet=%r is not a boolean. Fix: true on a build host that compiles the"
+                      " keys of the other hosts of the play, false (the default) elsewhere." % (v["for_fleet"],))
+    v["for_fleet"] = bool(for_fleet)
     for key in ("version", "source", "git_url", "git_ref", "venv", "arch_list", "arch_scope", "below_sm80",
                 "cuda_home", "cuda_version", "cache_dir", "wheel_dir", "index_url", "wheelhouse", "wheelhouse_dest",
                 "verify",

@@ -102,27 +102,36 @@ def cache_outcome(state, cached, builder_host, hostname, check_mode):
     """After the build step (controller cache): {cached, problem, install, result}.
 
     problem: '' or cache_problem's message (not a failure in check mode, where nothing was built); install: the
-    key's wheel is to be installed from the one cached wheel; result: the role's result once it is.
+    key's wheel is to be installed from the one cached wheel; result: the role's result once it is. With install
+    false (wheel_build_install) nothing is installed and result is the role's result at once: source built where
+    this host compiled the key's wheel, else none, and the cached wheel's name.
     """
     cached = list(cached)
     builder_host = builder_host if state.get("needs_build") else ""
     compiled = bool(state.get("needs_build")) and bool(builder_host) and builder_host == hostname and not check_mode
     install = bool(state.get("install", True)) and len(cached) == 1
+    if not state.get("install", True):
+        outcome = result("built" if compiled else "none", compiled,
+                         os.path.basename(cached[0]) if len(cached) == 1 else None, False)
+    elif install:
+        outcome = result("built" if compiled else CONTROLLER_CACHE, compiled, os.path.basename(cached[0]), False)
+    else:
+        outcome = None
     return {"cached": cached,
             "problem": cache_problem(state, cached, state["name"], builder_host, state["log"]),
             "install": install,
-            "result": result("built" if compiled else CONTROLLER_CACHE, compiled,
-                             os.path.basename(cached[0]) if install else None, False) if install else None}
+            "result": outcome}
 
 
-def index_outcome(wheels, compiled):
+def index_outcome(wheels, compiled, install=True):
     """{wheel, result} with the fleet's index: the first wheel given (this build's, the lock's, the waited one,
-    the query's), the role's result once it is installed."""
+    the query's), the role's result once it is installed. With install false (wheel_build_install) nothing is
+    installed: source built where this host compiled the key's wheel, else none."""
     wheel = next((item for item in wheels or [] if item), None)
     compiled = bool(compiled)
+    source = "built" if compiled else INDEX if install else "none"
     return {"wheel": wheel,
-            "result": result("built" if compiled else INDEX, compiled, wheel.get("filename"), False)
-            if isinstance(wheel, dict) else None}
+            "result": result(source, compiled, wheel.get("filename"), False) if isinstance(wheel, dict) else None}
 
 
 def build_jobs(state, request, facts):

@@ -179,11 +179,14 @@ def split_arch_list(text, source, below_sm80, hostname):
 def group_targets(group_id, own_targets, members):
     """Union of the own targets of the members that share group_id (arch_scope=group), with own_targets.
 
-    members: other hosts' plans (dicts with group_id and own_targets), None for hosts without one.
+    members: other hosts' plans (dicts with group_id and own_targets), None for hosts without one; a build host's
+    plan (for_fleet) does not count.
     """
     targets = set(own_targets)
     for member in members or []:
-        if isinstance(member, dict) and group_id is not None and member.get("group_id") == group_id:
+        # A build host (flash_attn_build_for_fleet) installs one of the keys of the others: its archs are no one's.
+        if isinstance(member, dict) and group_id is not None and member.get("group_id") == group_id \
+                and not member.get("for_fleet"):
             targets.update(int(t) for t in member.get("own_targets") or [])
     return sorted(targets)
 
@@ -317,6 +320,8 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
         "version": v["version"],
         "venv": v["venv"],
         "arch_scope": v["arch_scope"],
+        # A build host: it compiles the keys of the other hosts of the play first (fleet_plans, tasks/fleet.yml).
+        "for_fleet": v["for_fleet"],
         "verify": v["verify"],
         # When tasks/build.yml runs the checks: after an install of this run, and without one.
         "verify_on_install": v["verify"] in ("always", "changed"),
@@ -374,7 +379,8 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
         return result
     gid = group_id(v["version"], src_id, venv["torch"], venv["python_abi"], test_host)
     targets = archs["targets"]
-    if v["arch_scope"] == "group":
+    # A build host keeps its own archs: with other hosts in the play it installs one of their keys (fleet_plans).
+    if v["arch_scope"] == "group" and not v["for_fleet"]:
         targets = group_targets(gid, targets, group)
     result.update(
         group_id=gid,
@@ -387,13 +393,132 @@ def plan(inputs, facts=None, torch=None, nvcc=None, group=None):
     )
     result["check"] = check_command(v, gpu_count, gpu_targets, targets, home)
     # The key's wheel installed already (wheel_build's rule, the same entry name) and every requirement met: nothing
-    # to build, install or check, unless the check runs always or the key still waits for the other hosts of the group.
+    # to build, install or check, unless the check runs always, the key still waits for the other hosts of the group,
+    # or this is a build host (the other hosts' keys are its work).
     entry = entry_name(result["label"], DISTRIBUTION, result["key"])
     wheel = installed_wheel(venv["installed_url"], v["wheel_dir"], entry)
     result.update(entry=entry, installed=bool(wheel), installed_wheel=wheel)
     result["work"] = result["build"] and (
-        not wheel or bool(venv["unmet"]) or v["verify"] == "always" or (v["arch_scope"] == "group" and group is None))
+        not wheel or bool(venv["unmet"]) or v["verify"] == "always" or v["for_fleet"]
+        or (v["arch_scope"] == "group" and group is None))
     return result
+
+
+# --- a build host: the keys of the other hosts of the play ---------------------
+
+# The pins of preflight's contract fact (llm_stack_host.stack) that a host of a later batch shares with the build
+# host to share its group (with the test path, cpu_only_test_host).
+FLEET_STACK = ("flash_attn_version", "torch_version", "torch_cuda", "python_version")
+
+
+def _member_targets(builder_plan, member):
+    """The FA2 targets of the key a host of the batch installs (its plan's targets), or None where it is no member."""
+    if not isinstance(member, dict) or member.get("for_fleet") or member.get("hostname") == builder_plan["hostname"]:
+        return None
+    if member.get("group_id") != builder_plan["group_id"] or member.get("key") is None:
+        return None
+    if not member.get("ok") or not member.get("build") or not member.get("work"):
+        # Stopped, nothing to build (only GPUs older than sm80), or its key's wheel installed already.
+        return None
+    return sorted(int(t) for t in member.get("targets") or [])
+
+
+def _preflight_targets(builder_plan, own_stack, name, host):
+    """The FA2 targets of a host of a later batch from preflight's contract fact, or None where it is no member.
+
+    A member: preflight passed it, and its stack pins (FLEET_STACK) and test path are the build host's; its targets
+    come from its arch list by the build host's rule (split_arch_list with its below_sm80).
+    """
+    host = _dict(host)
+    if host.get("ok") is not True or not own_stack:
+        return None
+    stack = _dict(host.get("stack"))
+    if any(_text(stack.get(pin)) != _text(own_stack.get(pin)) for pin in FLEET_STACK):
+        return None
+    if _bool(host.get("cpu_only_test_host")) != bool(builder_plan["cpu_only_test_host"]):
+        return None
+    archs = split_arch_list(_text(host.get("arch_list")), "preflight", builder_plan["inputs"]["below_sm80"], name)
+    if archs["errors"] or archs["gated"]:
+        return None
+    return archs["targets"] or None
+
+
+def fleet_targets(builder_plan, members=None, preflight_hosts=None, builders=(), facts=None):
+    """{host: targets} of the hosts whose keys a build host (flash_attn_build_for_fleet) compiles.
+
+    builder_plan: the build host's plan made with its venv's torch; members: the plans of the hosts of the batch
+    (flash_attn_build_plan; the build host's own and None are skipped); preflight_hosts: {host: llm_stack_host} of
+    the hosts of the play outside the batch (later batches, which have no plan yet); builders: the names of the
+    other build hosts of the play, which are no members; facts: the build host's ansible_facts (its own
+    llm_stack_host.stack, which a later host's pins must equal). Empty unless builder_plan is a build host's with a
+    key. A host of the batch counts by its plan alone (same group_id, a key to install), never by its fact.
+    """
+    if not isinstance(builder_plan, dict) or "inputs" not in builder_plan:
+        raise FlashAttnError("fleet_targets needs the build host's plan (made with plan()), got %s"
+                             % type(builder_plan).__name__)
+    if not builder_plan.get("for_fleet") or builder_plan.get("group_id") is None or not builder_plan.get("ok"):
+        return {}
+    if members is not None and not isinstance(members, (list, tuple)):
+        raise FlashAttnError("members must be a list of plans, got %s" % type(members).__name__)
+    if preflight_hosts is not None and not isinstance(preflight_hosts, dict):
+        raise FlashAttnError("preflight_hosts must be a dict of host: llm_stack_host, got %s"
+                             % type(preflight_hosts).__name__)
+    skip = set(_text(name) for name in builders or []) | set([builder_plan["hostname"]])
+    found, seen = {}, set()
+    for member in members or []:
+        if isinstance(member, dict):
+            seen.add(_text(member.get("hostname")))
+        targets = _member_targets(builder_plan, member)
+        if targets and _text(member.get("hostname")) not in skip:
+            found[_text(member.get("hostname"))] = targets
+    own_stack = _dict(_dict(_dict(facts).get("llm_stack_host")).get("stack"))
+    for name in sorted(preflight_hosts or {}):
+        if name in skip or name in seen:
+            continue
+        targets = _preflight_targets(builder_plan, own_stack, name, (preflight_hosts or {})[name])
+        if targets:
+            found[name] = targets
+    return found
+
+
+def fleet_plans(builder_plan, members=None, preflight_hosts=None, builders=(), facts=None, torch=None, nvcc=None):
+    """The plans a build host compiles: one per distinct key of the hosts of fleet_targets, sorted by targets.
+
+    Each is a whole plan as plan() makes it (key, label, environment, entry, check) for those targets, made with the
+    build host's inputs, facts, torch reading (torch: the torch_info result, the action's probe) and nvcc facts. The
+    build host compiles them before any host of the play installs, so that the others compile nothing.
+    """
+    targets = fleet_targets(builder_plan, members, preflight_hosts, builders, facts)
+    plans = []
+    for key_targets in sorted(set(tuple(t) for t in targets.values())):
+        inputs = dict(builder_plan["inputs"], arch_list=arch_list(target_caps(key_targets)), arch_scope="host")
+        plans.append(plan(dict(builder_plan, inputs=inputs), facts=facts, torch=torch, nvcc=nvcc))
+    return plans
+
+
+def fleet_own_plan(builder_plan, fleet):
+    """The plan a build host installs: its own where its key is among the fleet's keys (or the fleet is empty),
+    else the first fleet plan's (so it compiles nothing beyond the fleet's keys)."""
+    if not isinstance(builder_plan, dict) or not isinstance(fleet, (list, tuple)):
+        raise FlashAttnError("fleet_own_plan needs the build host's plan and the list of fleet plans")
+    if not fleet or builder_plan.get("key") in [item.get("key") for item in fleet]:
+        return builder_plan
+    return fleet[0]
+
+
+def fleet_builds(fleet_built):
+    """What the build host did for each fleet key, for its result: [{build_key, compiled, wheel}], sorted.
+
+    fleet_built: [{entry, outcome}] as tasks/fleet_build.yml collects them (outcome: wheel_build_result).
+    """
+    builds = []
+    for item in fleet_built or []:
+        if not isinstance(item, dict):
+            raise FlashAttnError("each fleet build needs its entry and outcome, got %s" % type(item).__name__)
+        outcome = _dict(item.get("outcome"))
+        builds.append({"build_key": _text(item.get("entry")), "compiled": _bool(outcome.get("compiled")),
+                       "wheel": _text(outcome.get("wheel"))})
+    return sorted(builds, key=lambda build: build["build_key"])
 
 
 # --- the role's reading and gate, from its first plan -----------------------
@@ -461,13 +586,14 @@ def gate_options(inputs, gate_plan, torch_version, index_problems=None, fail_as=
     return options
 
 
-def build_result(build_plan, outcome=None):
+def build_result(build_plan, outcome=None, fleet_built=None):
     """This host's flash-attn for the fleet report (the fact flash_attn_build_result).
 
     build_plan: the host's last plan; outcome: wheel_build's result for this host (wheel_build_result: source,
     compiled, wheel), read only where the plan sent the host through the build tasks. source: built (compiled here in this run),
     index or controller_cache (installed from there), present (the key's wheel was installed already) or none
-    (no flash-attn: every GPU is older than sm80, or check mode before the venv exists).
+    (no flash-attn: every GPU is older than sm80, or check mode before the venv exists). fleet_builds: on a build
+    host, the keys it built for the other hosts of the play (fleet_built, see fleet_builds), empty elsewhere.
     """
     if not isinstance(build_plan, dict):
         raise FlashAttnError("build_result needs a plan (a dict), got %s" % type(build_plan).__name__)
@@ -487,6 +613,7 @@ def build_result(build_plan, outcome=None):
         "wheel": wheel,
         "source": source,
         "compiled": compiled,
+        "fleet_builds": fleet_builds(fleet_built),
     }
 
 

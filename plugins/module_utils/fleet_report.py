@@ -113,6 +113,28 @@ def gpu_others(entries):
     return lines
 
 
+def fleet_builds(builds):
+    """A build host's builds for the other hosts (flash_attn_build_result.fleet_builds): [{build_key, compiled}],
+    sorted; [] elsewhere."""
+    found = []
+    for build in builds if isinstance(builds, list) else []:
+        if isinstance(build, dict) and _text(build.get("build_key")):
+            found.append({"build_key": _text(build.get("build_key")), "compiled": build.get("compiled") is True})
+    return sorted(found, key=lambda build: (build["build_key"], build["compiled"]))
+
+
+def compiles_by_key(hosts):
+    """{build key: compiles in this run} over the hosts' own builds and a build host's builds for the others."""
+    counts = {}
+    for entry in hosts.values():
+        fa = entry["flash_attn"]
+        compiled = [fa["build_key"]] if fa["compiled"] and fa["build_key"] else []
+        compiled += [build["build_key"] for build in fa["fleet_builds"] if build["compiled"]]
+        for key in compiled:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def host_entry(name, record, phases):
     """The report's entry of one host: state, stack installed, arch list, toolkit, model, serving."""
     state, stopped_after = host_state(record, phases)
@@ -155,6 +177,7 @@ def host_entry(name, record, phases):
             "build_key": _text(_dict(fa).get("build_key")),
             "source": _text(_dict(fa).get("source")) if isinstance(fa, dict) else NOT_RUN,
             "compiled": _dict(fa).get("compiled") is True,
+            "fleet_builds": fleet_builds(_dict(fa).get("fleet_builds")),
         },
         "vllm": {
             "method": _text(_dict(vllm).get("method")) if isinstance(vllm, dict) else NOT_RUN,
@@ -180,13 +203,18 @@ def build_report(records, phases=PHASES, cache_host=""):
     hosts = dict((name, host_entry(name, _dict(records[name]), phases)) for name in sorted(records))
     states = dict((s, sorted(n for n, e in hosts.items() if e["state"] == s)) for s in STATES)
     fa_keys = set(e["flash_attn"]["build_key"] for e in hosts.values() if e["flash_attn"]["build_key"])
+    # A build host's keys for the others are the fleet's keys too (one of them may have stopped since).
+    fa_keys.update(b["build_key"] for e in hosts.values() for b in e["flash_attn"]["fleet_builds"])
+    by_key = compiles_by_key(hosts)
     vllm_keys = set(e["vllm"]["build_key"] for e in hosts.values() if e["vllm"]["build_key"])
     summary = {
         "hosts": len(hosts),
         "states": dict((s, len(states[s])) for s in STATES),
         "hosts_by_state": states,
         "build_keys": {"flash_attn": sorted(fa_keys), "vllm": sorted(vllm_keys)},
-        "compiles": sum(1 for e in hosts.values() if e["flash_attn"]["compiled"]),
+        # flash-attn compiles in this run, on the hosts for their own key and on build hosts for the others' keys.
+        "compiles": sum(by_key.values()),
+        "compiles_by_key": by_key,
         "cache_hits": sum(1 for e in hosts.values() if e["flash_attn"]["source"] in CACHE_SOURCES),
         "files_downloaded": sum(e["model"]["files_downloaded"] for e in hosts.values()),
         "bytes_downloaded": sum(e["model"]["bytes_downloaded"] for e in hosts.values()),
@@ -227,6 +255,12 @@ def _bench(bench):
     return ", ".join(parts) or "-"
 
 
+def _per_key(counts):
+    """' (key: n, ...)' where a key was compiled more than once in this run; '' where none was."""
+    again = sorted("%s: %d" % (key, n) for key, n in (counts or {}).items() if n > 1)
+    return " (more than once: %s)" % ", ".join(again) if again else ""
+
+
 def to_markdown(report):
     """The report for people: the summary, then one table row per host."""
     s = report["summary"]
@@ -244,7 +278,8 @@ def to_markdown(report):
         "",
         "- flash-attn build keys: %s" % (", ".join(s["build_keys"]["flash_attn"]) or "none"),
         "- vLLM build keys: %s" % (", ".join(s["build_keys"]["vllm"]) or "none"),
-        "- compiles in this run: %d; wheels reused from the index or cache: %d" % (s["compiles"], s["cache_hits"]),
+        "- compiles in this run: %d%s; wheels reused from the index or cache: %d" % (
+            s["compiles"], _per_key(s["compiles_by_key"]), s["cache_hits"]),
         "- model files downloaded in this run: %d (%s)" % (s["files_downloaded"], _size(s["bytes_downloaded"])),
         "- endpoints serving: %s" % (", ".join(s["endpoints"]) or "none"),
     ]

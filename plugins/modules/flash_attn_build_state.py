@@ -32,7 +32,9 @@ description:
     header from it with the builder's CPU and memory facts.
   - Called again with O(plan) instead of O(inputs), the role's later steps, with what the role saw since; nothing
     is read on the host. With O(group) (and O(probe)), the plan again for the archs of every host of the batch that
-    shares the rest of the key (C(flash_attn_build_arch_scope=group)) and its jobs request. Else, with O(built)
+    shares the rest of the key (C(flash_attn_build_arch_scope=group)) and its jobs request. With O(fleet) (and
+    O(probe)), on a build host (C(flash_attn_build_for_fleet)), the plans of the other hosts' keys it compiles
+    first (RV(fleet_plans)) and the plan it installs. Else, with O(built)
     (wheel_build's result, or null where the role did not include it), this host's result for the fleet report
     (RV(result)) and whether the checks of the installed flash-attn run (RV(checks)); nothing of the plan, which
     holds the index and git URLs, is returned then.
@@ -109,7 +111,7 @@ options:
       - Exactly one of O(inputs), O(plan) and O(check_output) is given.
     type: dict
   probe:
-    description: RV(probe) of the first step (the reading of the venv), for O(group).
+    description: RV(probe) of the first step (the reading of the venv), for O(group) and O(fleet).
     type: dict
   group:
     description:
@@ -117,6 +119,22 @@ options:
         again for the union of the archs of the hosts that share the rest of the key.
     type: list
     elements: dict
+  fleet:
+    description:
+      - With O(plan) and O(probe), on a build host (C(flash_attn_build_for_fleet)), one plan per distinct build key of
+        the other hosts of the play that share its group (C(group_id)), read from the play's hosts; the hosts of the
+        batch (C(ansible_play_batch)) by their plans (C(flash_attn_build_plan)), the hosts of later batches
+        (C(ansible_play_hosts_all)) by preflight's fact (C(ansible_facts['llm_stack_host'])) where its stack pins
+        and test path are the build host's. Other build hosts are left out.
+    type: bool
+    default: false
+  fleet_built:
+    description:
+      - On a build host, what it did for each fleet key (C([{entry, outcome}]), the outcome its
+        C(wheel_build_result)), for RV(result)'s C(fleet_builds).
+    type: list
+    elements: dict
+    default: []
   built:
     description:
       - wheel_build's result for this host (C(wheel_build_result)), once the role included
@@ -188,22 +206,37 @@ plan:
     - After a gate without errors, the plan with the build key (C(key), C(label), C(entry), C(installed), C(work));
       after a gate with errors, the plan made from the inputs and the GPUs alone.
     - With O(plan) and O(group), the plan for the group's archs.
-  returned: with O(read_venv), after the reading; with O(plan) and O(group)
+    - With O(plan) and O(fleet), the plan the build host installs, its own where its key is among the fleet's keys
+      (or there are none), else the first of RV(fleet_plans).
+  returned: with O(read_venv), after the reading; with O(plan) and O(group) or O(fleet)
   type: dict
+fleet_plans:
+  description:
+    - With O(plan) and O(fleet), the plans the build host compiles before any host installs, one per distinct build
+      key of the other hosts of the play, sorted by their targets; empty where there are none.
+  returned: with O(plan) and O(fleet)
+  type: list
+  elements: dict
+fleet_jobs_requests:
+  description: The jobs request of each of RV(fleet_plans), in the same order.
+  returned: with O(plan) and O(fleet)
+  type: list
+  elements: dict
 jobs_request:
   description:
     - What C(gpufleet.llm_stack.wheel_build) needs to work out the build's jobs (C(MAX_JOBS), C(NVCC_THREADS)) and
       its log header on the builder, as plain data (C(wheel_build_jobs)); null for a plan without a build key.
-  returned: with O(read_venv), after a gate without errors; with O(plan) and O(group)
+  returned: with O(read_venv), after a gate without errors; with O(plan) and O(group) or O(fleet)
   type: dict
 result:
   description:
     - This host's flash-attn for the fleet report (the role's fact C(flash_attn_build_result)), with C(version),
       C(build_key), C(arch_list), C(wheel), C(source) (C(built), C(index), C(controller_cache), C(present) or
-      C(none)) and C(compiled).
+      C(none)), C(compiled) and C(fleet_builds) (on a build host the keys it built for the others, C(build_key),
+      C(compiled), C(wheel); empty elsewhere).
     - With O(inputs), null where C(work) of RV(plan) says the build tasks still run, or the gate failed.
-    - With O(plan) (without O(group)), from the plan and O(built).
-  returned: with O(read_venv), after the reading; with O(plan) without O(group)
+    - With O(plan) (without O(group) and O(fleet)), from the plan, O(built) and O(fleet_built).
+  returned: with O(read_venv), after the reading; with O(plan) without O(group) and O(fleet)
   type: dict
 checks:
   description:
@@ -211,7 +244,7 @@ checks:
       C(verify_without_install) (C(flash_attn_build_verify)) and O(built).
     - C(run), the checks run (after an install of this run, or on every run with C(flash_attn_build_verify=always));
       C(script), the check script runs (in check mode only where the wheel was installed before).
-  returned: with O(plan) without O(group)
+  returned: with O(plan) without O(group) and O(fleet)
   type: dict
 check_result:
   description: The verdict of the check (C(ok), C(summary), C(failure), C(skipped), C(problems), C(version),

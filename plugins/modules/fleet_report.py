@@ -85,13 +85,17 @@ report:
   type: dict
 summary:
   description: The fleet summary, C(hosts), C(states) (count per state), C(hosts_by_state), C(build_keys),
-    C(compiles), C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints).
+    C(compiles) (flash-attn compiles in this run, a build host's builds for the other hosts included),
+    C(compiles_by_key) (the compiles of each build key, one per key where every host found its key built),
+    C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints).
   returned: always
   type: dict
   sample:
     hosts: 3
     states: {served: 1, installed: 2, failed_preflight: 0, unreachable: 0, failed: 0}
     compiles: 2
+    compiles_by_key: {flash-attn-2.8.3-torch2.10.0_cu128-cp312-cxx11abiTRUE-sm80-3f2a9c1d7e00: 1,
+                      flash-attn-2.8.3-torch2.10.0_cu128-cp312-cxx11abiTRUE-sm90-9b1e0c2d4f11: 1}
     cache_hits: 1
 markdown:
   description: The Markdown form of the report.

@@ -85,3 +85,18 @@ def test_preflight_runs_without_the_vault_password(playbook):
     # No GPU here: the report is a FAIL of this host, listing its problems; what matters is that it got there.
     assert "preflight gpu-h200-01.example.internal: FAIL" in out, out[-3000:]
     assert "no NVIDIA GPU found" in out
+
+
+def test_the_build_host_builds_for_the_gpu_hosts_and_comes_first():
+    """The build host (group llm_build) compiles flash-attn for the GPU hosts' keys (flash_attn_build_for_fleet), and
+    is first in the plays' order, so in the first batch of llm_stack_serial, before any GPU host installs."""
+    run = ansible("ansible", "all:!llm_cache:!hf_mirror", "-i", "inventories/gpu", "--list-hosts")
+    assert run.returncode == 0, run.stderr
+    hosts = [line.strip() for line in run.stdout.splitlines()[1:] if line.strip()]
+    assert hosts[0] == "build-01.example.internal" and len(hosts) > 1, hosts
+    run = ansible("ansible-inventory", "-i", "inventories/gpu", "--host", "build-01.example.internal")
+    assert run.returncode == 0, run.stderr
+    build = json.loads(run.stdout)
+    assert build["flash_attn_build_for_fleet"] is True and build["preflight_require_gpu"] is False
+    run = ansible("ansible-inventory", "-i", "inventories/gpu", "--host", "gpu-a100-01.example.internal")
+    assert "flash_attn_build_for_fleet" not in json.loads(run.stdout)

@@ -33,6 +33,9 @@ WHEEL_BUILD_VARIABLE = re.compile(r"(?<![.\w])wheel_build_[a-z0-9_]+")
 # The entry point push_dir's own inputs, and the main entry point's inputs the caller sets in the include's vars.
 PUSH_DIR_INPUTS = {"wheel_build_push_src", "wheel_build_push_dest"}
 RESULT = "wheel_build_result"
+# The includes of wheel_build's main entry point per caller: flash_attn_build's own key, and on a build host
+# (flash_attn_build_for_fleet) the other hosts' keys, one include per key (tasks/fleet_build.yml).
+INCLUDES = {"flash_attn_build": 2, "vllm_source": 1}
 
 
 def walk(tasks):
@@ -72,24 +75,37 @@ def strings(node):
 @pytest.mark.parametrize("role", CALLERS)
 def test_the_include_passes_the_plans_directory_and_installed_file(role):
     found = includes_of_wheel_build(role)
-    assert len(found) == 1
-    passed = found[0]["vars"]
-    wheel_dir = REFERENCE.match(passed["wheel_build_wheel_dir"].strip())
-    installed_url = REFERENCE.match(passed["wheel_build_installed_url"].strip())
-    assert wheel_dir and installed_url, passed
-    # One plan decides both: the plan's wheel_dir, and the installed file pip recorded as that plan read it.
-    assert wheel_dir.group(2) == ".wheel_dir"
-    assert installed_url.group(2).endswith(".installed_url")
-    assert wheel_dir.group(1) == installed_url.group(1)
+    assert len(found) == INCLUDES[role]
+    for include in found:
+        passed = include["vars"]
+        wheel_dir = REFERENCE.match(passed["wheel_build_wheel_dir"].strip())
+        installed_url = REFERENCE.match(passed["wheel_build_installed_url"].strip())
+        assert wheel_dir and installed_url, passed
+        # One plan decides both: the plan's wheel_dir, and the installed file pip recorded as that plan read it.
+        assert wheel_dir.group(2) == ".wheel_dir"
+        assert installed_url.group(2).endswith(".installed_url")
+        assert wheel_dir.group(1) == installed_url.group(1)
 
 
 @pytest.mark.parametrize("role", CALLERS)
 def test_the_include_passes_the_plans_jobs_request_and_no_environment(role):
-    passed = includes_of_wheel_build(role)[0]["vars"]
-    assert "wheel_build_jobs" in passed
-    assert not {"wheel_build_environment", "wheel_build_log_header"} & set(passed)
-    # Plain data of the caller's plan: one reference (a fact or a plan's field), no filter.
-    assert re.match(r"^\{\{ *[A-Za-z_][A-Za-z0-9_.]* *\}\}$", passed["wheel_build_jobs"].strip()), passed["wheel_build_jobs"]
+    for include in includes_of_wheel_build(role):
+        passed = include["vars"]
+        assert "wheel_build_jobs" in passed
+        assert not {"wheel_build_environment", "wheel_build_log_header"} & set(passed)
+        # Plain data of the caller's plan: one reference (a fact or a plan's field), no filter.
+        assert re.match(r"^\{\{ *[A-Za-z_][A-Za-z0-9_.]* *\}\}$", passed["wheel_build_jobs"].strip()), \
+            passed["wheel_build_jobs"]
+
+
+def test_a_build_hosts_includes_install_nothing_and_keep_the_result():
+    """flash_attn_build's builds for the other hosts install nothing here, and keep wheel_build's result per key."""
+    found = [include for include in includes_of_wheel_build("flash_attn_build")
+             if include["vars"].get("wheel_build_install") is False]
+    assert len(found) == 1
+    tasks = dict(task_files("flash_attn_build"))["fleet_build.yml"]
+    kept = [task for task in tasks if "ansible.builtin.set_fact" in task]
+    assert kept and RESULT in kept[0]["ansible.builtin.set_fact"]["flash_attn_build_fleet_built"]
 
 
 @pytest.mark.parametrize("role", CALLERS)

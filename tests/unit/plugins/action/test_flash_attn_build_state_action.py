@@ -227,6 +227,84 @@ def test_one_step_at_a_time(run_module, args):
         later_step(run_module, args)
 
 
+# --- a build host's fleet (flash_attn_build_for_fleet) -------------------------------------------------------------
+
+STACK = {"cuda_version": "13.0.2", "torch_version": "2.11.0", "torch_cuda": "cu130", "python_version": "3.12",
+         "flash_attn_version": "2.8.3"}
+
+
+def llm_stack_host(arch_list, **stack):
+    """preflight's contract fact of a host (the keys fleet_plans reads)."""
+    return {"ok": True, "arch_list": arch_list, "stack": dict(STACK, **stack), "cpu_only_test_host": False}
+
+
+def fleet_step(run_module, args, hostvars, batch, play_hosts, facts):
+    action, calls, task_vars = make_action(args, run_module, facts=facts)
+    task_vars.update(hostvars=hostvars, ansible_play_batch=batch, ansible_play_hosts_all=play_hosts)
+    result = action.run(task_vars=task_vars)
+    assert calls == []
+    return result
+
+
+def test_a_build_host_plans_the_keys_of_the_play_from_plans_and_preflight(run_module, host):
+    """The example inventory's build host (8.0;8.9;9.0) in the first batch with an A100 host; H200 and H100 hosts and
+    a second build host in later batches (llm_stack_serial), known by preflight's fact alone."""
+    venv = host.venv("probe-h200-torch2.11.0-cu130.txt")
+    facts = dict(h200_facts(), llm_stack_host=llm_stack_host("8.0;8.9;9.0"))
+    first = first_step(run_module, venv, inputs=fa_inputs(venv, arch_list="8.0;8.9;9.0", for_fleet=True,
+                                                          hostname="build-01"))
+    plan, probe = first["plan"], first["probe"]
+    assert plan["for_fleet"] is True and plan["targets"] == [80, 90] and plan["work"] is True
+    a100 = F.plan(fa_inputs(venv, hostname="gpu-a100-01", arch_list="8.0"), facts={}, torch=probe,
+                  nvcc=probe.get("toolkits"))
+    hostvars = {
+        "build-01": {"flash_attn_build_plan": plan, "flash_attn_build_for_fleet": True,
+                     "ansible_facts": {"llm_stack_host": llm_stack_host("8.0;8.9;9.0")}},
+        "gpu-a100-01": {"flash_attn_build_plan": a100, "ansible_facts": {"llm_stack_host": llm_stack_host("8.0")}},
+        "gpu-h200-01": {"ansible_facts": {"llm_stack_host": llm_stack_host("9.0")}},
+        "gpu-h100-01": {"ansible_facts": {"llm_stack_host": llm_stack_host("9.0")}},
+        "gpu-old-01": {"ansible_facts": {"llm_stack_host": llm_stack_host("10.0", torch_version="2.10.0")}},
+        "gpu-none-01": {"ansible_facts": {}},
+        "build-02": {"flash_attn_build_for_fleet": "true",
+                     "ansible_facts": {"llm_stack_host": llm_stack_host("12.0")}},
+    }
+    play = ["build-01", "gpu-a100-01", "gpu-h200-01", "gpu-h100-01", "gpu-old-01", "gpu-none-01", "build-02"]
+    args = {"plan": plan, "probe": probe, "fleet": True}
+    result = fleet_step(run_module, args, hostvars, ["build-01", "gpu-a100-01"], play, facts)
+    plans = result["fleet_plans"]
+    assert [p["targets"] for p in plans] == [[80], [90]]
+    assert plans[0]["key"] == a100["key"] and plans[0]["entry"] == a100["entry"]
+    assert result["fleet_jobs_requests"] == [F.jobs_request(p) for p in plans]
+    members, later, builders = fa_action.fleet_hosts({"hostvars": hostvars, "ansible_play_batch": play[:2],
+                                                      "ansible_play_hosts_all": play})
+    assert plans == F.fleet_plans(plan, members, later, builders, facts=facts, torch=probe, nvcc=probe.get("toolkits"))
+    assert builders == ["build-01", "build-02"] and "gpu-a100-01" not in later and later["gpu-none-01"] is None
+    # Its own key (sm80.90) is no one's: it installs the sm80 wheel, and wheel_build gets that plan's jobs request.
+    assert result["plan"] == plans[0] and result["jobs_request"] == F.jobs_request(plans[0])
+    assert not {"result", "checks"} & set(result)
+    # Alone in the play: its own plan, nothing for others.
+    alone = fleet_step(run_module, args, {"build-01": hostvars["build-01"]}, ["build-01"], ["build-01"], facts)
+    assert alone["fleet_plans"] == [] and alone["plan"] == plan and alone["jobs_request"] == F.jobs_request(plan)
+
+
+def test_a_fleet_needs_the_reading_and_a_plan(run_module):
+    stopped = fleet_step(run_module, {"plan": {"work": True}, "fleet": True}, {}, [], [], {})
+    assert stopped["failed"] is True and "fleet needs the reading (probe)" in stopped["msg"]
+    stopped = fleet_step(run_module, {"plan": {"work": True}, "probe": {}, "fleet": True}, {}, [], [], {})
+    assert stopped["failed"] is True and stopped["msg"].startswith("flash_attn_build_plan: fleet_targets needs")
+
+
+def test_the_build_hosts_result_lists_its_fleet_builds(run_module, h200_plan):
+    plan = h200_plan(for_fleet=True)
+    fleet_built = [{"entry": "flash-attn-x-sm80-0123456789ab",
+                    "outcome": built(source="built", compiled=True, wheel="fa80.whl")}]
+    result = later_step(run_module, {"plan": plan, "built": built(), "fleet_built": fleet_built})
+    assert result["result"]["fleet_builds"] == [{"build_key": "flash-attn-x-sm80-0123456789ab", "compiled": True,
+                                                 "wheel": "fa80.whl"}]
+    assert result["result"] == F.build_result(plan, built(), fleet_built)
+    assert later_step(run_module, {"plan": h200_plan(), "built": built()})["result"]["fleet_builds"] == []
+
+
 # --- after wheel_build: this host's result and whether the checks run ---------------------------------------------------
 
 def built(source="controller_cache", compiled=False, wheel="flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl",
@@ -289,7 +367,7 @@ def test_no_key_no_checks(run_module, tmp_path):
     result = later_step(run_module, {"plan": plan, "built": None}, check_mode=True)
     assert result["checks"] == {"run": False, "script": False}
     assert result["result"] == {"version": "2.8.3", "build_key": "", "arch_list": "9.0", "wheel": "",
-                                "source": "none", "compiled": False}
+                                "source": "none", "compiled": False, "fleet_builds": []}
 
 
 # --- the check's verdict ---------------------------------------------------------------------------------------------

@@ -125,3 +125,35 @@ def test_fleet_locks_common_arguments_are_given_once():
         calls += [t["gpufleet.llm_stack.fleet_lock"] for t in walk(tasks_of(name)) if "gpufleet.llm_stack.fleet_lock" in t]
     assert sorted(call["state"] for call in calls) == ["acquire", "acquire", "publish", "query", "release", "release"]
     assert [call for call in calls if LOCK_ARGS & set(call)] == []
+
+
+@pytest.mark.parametrize("backend", [R.CONTROLLER_CACHE, R.INDEX])
+def test_without_an_install_the_result_still_says_who_compiled(tmp_path, backend):
+    """wheel_build_install false (a build host's builds for the others): nothing is installed, and the result says
+    whether this host compiled the key's wheel and names it; the install step's file is included all the same."""
+    plan = run({"inputs": dict(make_inputs(tmp_path, backend), install=False)})["plan"]
+    assert plan["install"] is False
+    wheel = "flash_attn-2.8.3-py3-none-any.whl"
+    if backend == R.CONTROLLER_CACHE:
+        built = R.cache_outcome(plan, ["/c/%s" % wheel], "gpu-a", "gpu-a", False)
+        other = R.cache_outcome(plan, ["/c/%s" % wheel], "gpu-b", "gpu-a", False)
+        missing = R.cache_outcome(plan, [], "gpu-b", "gpu-a", True)
+        assert missing["result"] == R.result("none", False, None, False) and not missing["install"]
+    else:
+        built = R.index_outcome([{"filename": wheel}], True, install=False)
+        other = R.index_outcome([None, {"filename": wheel}], False, install=False)
+        assert R.index_outcome([None], False, install=False)["result"] is None
+        # With an install, as before.
+        assert R.index_outcome([{"filename": wheel}], False)["result"]["source"] == R.INDEX
+    assert built["result"] == R.result("built", True, wheel, False)
+    assert other["result"] == R.result("none", False, wheel, False)
+    # The install step's task file is included whatever wheel_build_install says: it gives the result.
+    include = [t for t in walk(tasks_of("run.yml")) if "{{ wheel_build_state.tasks.install }}" in str(t)]
+    assert include and "when" not in include[0]
+
+
+def test_with_an_install_the_cache_outcome_is_as_before(tmp_path):
+    plan = run({"inputs": make_inputs(tmp_path, R.CONTROLLER_CACHE)})["plan"]
+    outcome = R.cache_outcome(plan, ["/c/w.whl"], "gpu-b", "gpu-a", False)
+    assert outcome["install"] and outcome["result"] == R.result(R.CONTROLLER_CACHE, False, "w.whl", False)
+    assert R.cache_outcome(plan, [], "gpu-b", "gpu-a", True)["result"] is None

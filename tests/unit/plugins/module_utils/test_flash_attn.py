@@ -149,7 +149,7 @@ def test_h200_rerun_finds_the_keys_wheel_installed_and_has_nothing_to_do():
     assert (again["installed"], again["installed_wheel"], again["work"]) == (True, wheel, False)
     assert F.build_result(again, {"source": "built", "compiled": True, "wheel": "stale"}) == {
         "version": "2.8.3", "build_key": first["entry"], "arch_list": "9.0", "wheel": wheel, "source": "present",
-        "compiled": False}
+        "compiled": False, "fleet_builds": []}
     # A requirement gone from the venv (einops removed): the build tasks run to install it, nothing is built.
     unmet = with_flash_attn(probe("probe-h200-torch2.11.0-cu130.txt"), url)
     unmet["unmet"] = ["einops"]
@@ -192,13 +192,14 @@ def test_build_result_of_the_hosts_part():
     outcome = {"source": "controller_cache", "compiled": "False", "wheel": "flash_attn-2.8.3-x.whl"}
     assert F.build_result(plan, outcome) == {
         "version": "2.8.3", "build_key": plan["entry"], "arch_list": "9.0", "wheel": "flash_attn-2.8.3-x.whl",
-        "source": "controller_cache", "compiled": False}
+        "source": "controller_cache", "compiled": False, "fleet_builds": []}
     assert F.build_result(plan, dict(outcome, source="built", compiled=True))["compiled"] is True
     # no flash-attn of a key: T4 alone (nothing to build), or check mode before the venv exists
     t4 = F.plan(inputs(), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP),
                 probe("probe-h200-torch2.11.0-cu130.txt"), H200_NVCC)
     assert not t4["work"] and F.build_result(t4, outcome) == {
-        "version": "2.8.3", "build_key": "", "arch_list": "7.5", "wheel": "", "source": "none", "compiled": False}
+        "version": "2.8.3", "build_key": "", "arch_list": "7.5", "wheel": "", "source": "none", "compiled": False,
+        "fleet_builds": []}
     # a skipped reading (nothing to build on a T4) is no reading
     skipped = F.plan(inputs(), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP),
                      {"skipped": True, "changed": False}, H200_NVCC)
@@ -711,7 +712,7 @@ def test_role_result_of_a_plan_that_ran_the_build_tasks():
     plan = F.plan(ROLE_INPUTS, facts={}, torch=ROLE_TORCH)
     result = F.build_result(plan, {"source": "built", "compiled": True, "wheel": "w.whl"})
     assert result == {"version": "2.8.3", "build_key": plan["entry"], "arch_list": "8.0;9.0", "wheel": "w.whl",
-                      "source": "built", "compiled": True}
+                      "source": "built", "compiled": True, "fleet_builds": []}
 
 
 def test_role_check_result_of_a_registered_script():
@@ -731,3 +732,222 @@ def test_role_no_log_of_the_inputs_and_of_a_plan():
     secret = dict(ROLE_INPUTS, index_url="https://u:p@pypi.example/simple")
     assert F.no_log(secret) and not F.no_log(ROLE_INPUTS)
     assert F.no_log(F.plan(secret, facts={}))
+
+
+# --- a build host (flash_attn_build_for_fleet) --------------------------------------------------------------------
+
+# The pins preflight normalizes into llm_stack_host.stack (the H200 host's stack, docs/validation/h200.md).
+STACK = {"cuda_version": "13.0.2", "torch_version": "2.11.0", "torch_cuda": "cu130", "python_version": "3.12",
+         "flash_attn_version": "2.8.3", "vllm_version": "0.19.1", "transformers_version": "5.5.4", "model": "q"}
+H200_TORCH = "probe-h200-torch2.11.0-cu130.txt"
+
+
+def contract(arch_list, ok=True, test_host=False, **stack):
+    """preflight's llm_stack_host of a host (what fleet_plans reads of a host of a later batch)."""
+    return {"ok": ok, "arch_list": arch_list, "stack": dict(STACK, **stack), "cpu_only_test_host": test_host}
+
+
+def build_host(arch_list="8.0;8.9;9.0", **over):
+    """The example inventory's build host: no GPU, its arch list, flash_attn_build_for_fleet, preflight's fact."""
+    facts = {"llm_stack_host": dict(contract(arch_list), gpu={"count": 0, "compute_caps": []})}
+    plan = F.plan(inputs(arch_list=arch_list, for_fleet=True, hostname="build-01", **over), facts,
+                  probe(H200_TORCH), H200_NVCC)
+    return plan, facts
+
+
+def gpu_host(cls, name, **over):
+    """A GPU host of the batch, its plan on its captured GPUs and the same torch (flash_attn_build_plan)."""
+    return F.plan(inputs(hostname=name, **over), gpu_facts(cls), probe(H200_TORCH), H200_NVCC)
+
+
+def fleet(builder, facts, members=(), later=None, builders=()):
+    return F.fleet_plans(builder, list(members), later or {}, builders, facts=facts, torch=probe(H200_TORCH),
+                         nvcc=H200_NVCC)
+
+
+def test_the_build_host_compiles_the_keys_of_the_gpu_classes_not_its_own():
+    """The issue: the build host's 8.0;8.9;9.0 is sm80+sm90 combined, a key no GPU class installs."""
+    builder, facts = build_host()
+    assert builder["targets"] == [80, 90] and builder["for_fleet"] and builder["work"]
+    a100, l40s, h200 = gpu_host("a100x8", "gpu-a100-01"), gpu_host("l40s", "gpu-l40s-01"), gpu_host("h200", "gpu-h200-01")
+    # H100 hosts in a later batch (llm_stack_serial): no plan yet, preflight's fact.
+    plans = fleet(builder, facts, [builder, a100, l40s, h200, None], {"gpu-h100-01": contract("9.0")})
+    assert [p["targets"] for p in plans] == [[80], [90]]
+    # Exactly the keys, labels and cache entries the GPU hosts install: they find them built.
+    assert [p["key"] for p in plans] == [a100["key"], h200["key"]] and l40s["key"] == a100["key"]
+    assert [p["entry"] for p in plans] == [a100["entry"], h200["entry"]]
+    assert plans[1]["label"] == "flash-attn-2.8.3-torch2.11.0_cu130-cp312-cxx11abiTRUE-sm90"
+    assert plans[0]["environment"]["FLASH_ATTN_CUDA_ARCHS"] == "80" and plans[1]["check"]["cmd"].count("--archs 90")
+    assert all(p["hostname"] == "build-01" and p["cuda_home"] == builder["cuda_home"] for p in plans)
+    assert F.jobs_request(plans[1])["n_targets"] == 1
+    # Its own key (sm80.90) is no one's: it installs the first fleet key's wheel, compiling nothing more.
+    assert F.fleet_own_plan(builder, plans) is plans[0]
+    # Without the H200 of the batch the H100 of a later batch alone asks for sm90.
+    assert [p["targets"] for p in fleet(builder, facts, [a100], {"gpu-h100-01": contract("9.0")})] == [[80], [90]]
+
+
+def test_the_build_host_installs_its_own_key_where_the_fleet_has_it():
+    builder, facts = build_host("9.0")
+    plans = fleet(builder, facts, [gpu_host("a100x8", "a"), gpu_host("h200", "h")])
+    assert [p["targets"] for p in plans] == [[80], [90]]
+    assert F.fleet_own_plan(builder, plans) is builder and builder["key"] == plans[1]["key"]
+
+
+def test_a_build_host_alone_builds_for_its_own_arch_list():
+    builder, facts = build_host()
+    assert fleet(builder, facts, [builder], {}) == []
+    assert F.fleet_own_plan(builder, []) is builder and builder["key"]["archs"] == "80;90"
+
+
+@pytest.mark.parametrize("later", [
+    contract("8.0", torch_version="2.10.0"),       # another torch pin
+    contract("8.0", torch_cuda="cu128"),           # another CUDA build of torch
+    contract("8.0", python_version="3.11"),        # another Python
+    contract("8.0", flash_attn_version="2.8.2"),   # another flash-attn
+    contract("8.0", test_host=True),               # the CPU-only test path
+    contract("8.0", ok=False),                     # preflight refused it
+    contract("7.5"),                               # only GPUs older than sm80: nothing to build
+    contract(""),                                  # no arch list
+    contract("11.0"),                              # a target FA2 does not build
+    None, "junk", {},                              # no fact
+])
+def test_hosts_of_later_batches_that_do_not_share_the_group_are_ignored(later):
+    builder, facts = build_host()
+    assert F.fleet_targets(builder, [], {"gpu-x": later}, facts=facts) == {}
+    # The same host with the build host's pins counts.
+    assert F.fleet_targets(builder, [], {"gpu-x": contract("8.6")}, facts=facts) == {"gpu-x": [80]}
+
+
+def test_members_of_the_batch_count_by_their_plans():
+    builder, facts = build_host()
+    other_version = gpu_host("a100x8", "gpu-a", version="2.8.2")
+    other_builder = F.plan(inputs(arch_list="10.0", for_fleet=True, hostname="build-02"), facts, probe(H200_TORCH),
+                           H200_NVCC)
+    installed = dict(gpu_host("b200-610", "gpu-b"), work=False)   # its key's wheel installed already
+    t4 = F.plan(inputs(hostname="gpu-t4"), gpu_facts("t4-470", "query-nocap.csv", nvidia.QUERY_FIELDS_NO_CAP),
+                probe(H200_TORCH), H200_NVCC)
+    stopped = dict(gpu_host("b200-610", "gpu-c"), ok=False)
+    assert F.fleet_targets(builder, [other_version, other_builder, installed, t4, stopped, None], {}, facts=facts) == {}
+    # A host of the batch never counts by its fact (a host of the batch without a plan stopped before it).
+    h200 = gpu_host("h200", "gpu-h")
+    assert F.fleet_targets(builder, [h200], {"gpu-h": contract("8.0")}, facts=facts) == {"gpu-h": [90]}
+    # Other build hosts of later batches (flash_attn_build_for_fleet in hostvars) are no members either.
+    assert F.fleet_targets(builder, [], {"build-02": contract("9.0")}, builders=["build-01", "build-02"],
+                           facts=facts) == {}
+    # Without its own fact the build host cannot tell the pins of later batches: none of them counts.
+    assert F.fleet_targets(builder, [h200], {"gpu-x": contract("8.0")}, facts={}) == {"gpu-h": [90]}
+
+
+def test_below_sm80_follows_the_build_hosts_rule():
+    builder, facts = build_host()
+    assert F.fleet_targets(builder, [], {"gpu-m": contract("7.5;8.6")}, facts=facts) == {"gpu-m": [80]}
+    strict, facts = build_host(below_sm80="fail")
+    # below_sm80=fail: the build host's own gate stops it on its own list only; a mixed host is not built for.
+    assert F.fleet_targets(strict, [], {"gpu-m": contract("7.5;8.6")}, facts=facts) == {}
+
+
+def test_duplicate_keys_collapse_and_the_group_scope_union_is_a_key():
+    builder, facts = build_host()
+    members = [gpu_host("a100x8", "a1"), gpu_host("a100x8", "a2"), gpu_host("l40s", "l1"), gpu_host("mixed", "m1")]
+    later = dict(("h%d" % i, contract("8.0;8.9")) for i in range(5))
+    plans = fleet(builder, facts, members, later)
+    assert [p["targets"] for p in plans] == [[80]]
+    # arch_scope=group hosts of the batch install their group's union (the build host's archs left out of it).
+    cpu = probe("probe-debian12-torch2.13.0-cpu.txt")
+    tb = F.plan(inputs(arch_list="8.0;9.0", for_fleet=True, cpu_only_test_host=True, hostname="b"), {}, cpu)
+    ga = F.plan(inputs(arch_list="8.0", arch_scope="group", cpu_only_test_host=True, hostname="ga"), {}, cpu)
+    gb = F.plan(inputs(arch_list="10.0", arch_scope="group", cpu_only_test_host=True, hostname="gb"), {}, cpu)
+    group = [tb, ga, gb]
+    ga, gb = [F.plan(p, {}, cpu, group=group) for p in (ga, gb)]
+    assert ga["targets"] == gb["targets"] == [80, 100]
+    assert [p["targets"] for p in F.fleet_plans(tb, [tb, ga, gb], {}, torch=cpu)] == [[80, 100]]
+    # The build host's own plan ignores arch_scope=group.
+    assert F.plan(dict(tb, inputs=dict(tb["inputs"], arch_scope="group")), {}, cpu, group=group)["targets"] == [80, 90]
+
+
+def test_a_host_without_for_fleet_has_no_fleet():
+    plain = gpu_host("h200", "gpu-h")
+    assert plain["for_fleet"] is False
+    assert F.fleet_targets(plain, [gpu_host("a100x8", "a")], {"x": contract("8.0")}) == {}
+    # Its plan and result are as before: nothing built for others.
+    assert F.build_result(plain, None)["fleet_builds"] == []
+    # A plan without the venv's torch (no group yet) has no fleet either.
+    first = F.plan(inputs(arch_list="9.0", for_fleet=True), {})
+    assert first["group_id"] is None and F.fleet_plans(first, [plain]) == []
+
+
+def test_the_build_host_works_even_with_its_key_installed():
+    builder, facts = build_host("9.0")
+    wheel = "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl"
+    url = "file://%s/%s/%s" % (builder["wheel_dir"], builder["entry"], wheel)
+    again = F.plan(inputs(arch_list="9.0", for_fleet=True, hostname="build-01"), facts,
+                   with_flash_attn(probe(H200_TORCH), url), H200_NVCC)
+    assert again["installed"] and again["work"]
+    assert not F.plan(inputs(arch_list="9.0", hostname="build-01"), facts, with_flash_attn(probe(H200_TORCH), url),
+                      H200_NVCC)["work"]
+
+
+@pytest.mark.parametrize("value, expected", [(True, True), (False, False), ("true", True), ("no", False),
+                                             ("False", False)])
+def test_for_fleet_as_the_inventory_gives_it(value, expected):
+    plan = F.plan(inputs(arch_list="9.0", for_fleet=value), {})
+    assert plan["ok"] and plan["for_fleet"] is expected
+
+
+@pytest.mark.parametrize("value", ["maybe", 1, 0, "", None, [True], {"a": 1}])
+def test_for_fleet_not_a_boolean_names_the_variable(value):
+    plan = F.plan(inputs(arch_list="9.0", for_fleet=value), {})
+    assert not plan["ok"] and plan["for_fleet"] is False
+    assert len(plan["errors"]) == 1 and plan["errors"][0].startswith("flash_attn_build_for_fleet=")
+    assert "is not a boolean" in plan["errors"][0] and "Fix:" in plan["errors"][0]
+
+
+def test_fleet_wrong_shapes_are_the_callers_bug():
+    builder, facts = build_host()
+    for call in (lambda: F.fleet_targets(None), lambda: F.fleet_targets({"for_fleet": True}),
+                 lambda: F.fleet_targets(builder, "a100"), lambda: F.fleet_targets(builder, [], ["x"]),
+                 lambda: F.fleet_own_plan(builder, None), lambda: F.fleet_builds(["x"])):
+        with pytest.raises(F.FlashAttnError):
+            call()
+
+
+def test_the_result_lists_the_fleet_builds():
+    builder, facts = build_host()
+    built = [{"entry": "k90", "outcome": {"source": "built", "compiled": True, "wheel": "w90.whl"}},
+             {"entry": "k80", "outcome": {"source": "none", "compiled": "false", "wheel": None}},
+             {"entry": "k70", "outcome": None}]
+    result = F.build_result(builder, {"source": "controller_cache", "compiled": False, "wheel": "w80.whl"}, built)
+    assert result["fleet_builds"] == [{"build_key": "k70", "compiled": False, "wheel": ""},
+                                      {"build_key": "k80", "compiled": False, "wheel": ""},
+                                      {"build_key": "k90", "compiled": True, "wheel": "w90.whl"}]
+    assert result["compiled"] is False and result["source"] == "controller_cache"
+
+
+CAPS = ["7.5", "8.0", "8.6", "8.9", "9.0", "10.0", "12.0"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.sampled_from(CAPS), min_size=1, max_size=3), st.booleans(), st.booleans()),
+                max_size=6),
+       st.sampled_from(["8.0;8.9;9.0", "9.0", "8.0;9.0;10.0"]))
+def test_the_fleet_keys_are_exactly_the_member_keys_of_the_group(hosts, own):
+    """For any arch lists of the other hosts, in the batch (a plan) or later (preflight's fact), sharing the group
+    or not (another flash-attn), the fleet's keys are the distinct keys those of the group install."""
+    builder, facts = build_host(own)
+    members, later, expected = [builder], {}, set()
+    for index, (caps, in_batch, same_group) in enumerate(hosts):
+        name, text = "gpu-%d" % index, ";".join(caps)
+        version = "2.8.3" if same_group else "2.8.2"
+        plan = F.plan(inputs(arch_list=text, hostname=name, version=version), {}, probe(H200_TORCH), H200_NVCC)
+        if in_batch:
+            members.append(plan)
+        else:
+            later[name] = contract(text, flash_attn_version=version)
+        if same_group and plan["build"]:
+            expected.add(json.dumps(plan["key"], sort_keys=True))
+    plans = fleet(builder, facts, members, later)
+    keys = [json.dumps(p["key"], sort_keys=True) for p in plans]
+    assert sorted(keys) == sorted(expected) and len(keys) == len(set(keys))
+    assert [p["targets"] for p in plans] == sorted(p["targets"] for p in plans)
+    own_plan = F.fleet_own_plan(builder, plans)
+    assert own_plan is builder if (not plans or json.dumps(builder["key"], sort_keys=True) in keys) else own_plan is plans[0]

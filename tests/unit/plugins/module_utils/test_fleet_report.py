@@ -164,3 +164,35 @@ def test_gpu_memory_held_by_others_is_in_the_report():
     assert "## GPU memory held by processes that are not the service's\n\n- gpu-1: pid 9386 (user vllm, 28940 MiB" in md
     assert "gpu-2: pid" not in md
     assert "GPU memory held" not in fr.to_markdown(fr.build_report({"gpu-2": served_record()}, ALL))
+
+
+def test_a_build_hosts_compiles_for_the_others_count_per_key():
+    """flash_attn_build_for_fleet: the build host compiles the GPU hosts' keys (sm80, sm90) and installs one of them;
+    the GPU hosts compile nothing. The summary counts each key's compile once."""
+    build = served_record(key="k80", compiled=False, source="controller_cache")
+    del build["vllm_serve_result"]
+    build["flash_attn_build_result"]["fleet_builds"] = [
+        {"build_key": "k90", "compiled": True, "wheel": "fa90.whl"},
+        {"build_key": "k80", "compiled": True, "wheel": "fa80.whl"}]
+    records = {"build-1": build, "gpu-1": served_record(key="k80"), "gpu-2": served_record(key="k90")}
+    report = fr.build_report(records, ALL)
+    s = report["summary"]
+    assert s["compiles"] == 2 and s["compiles_by_key"] == {"k80": 1, "k90": 1}
+    assert s["build_keys"]["flash_attn"] == ["k80", "k90"]
+    assert report["hosts"]["build-1"]["flash_attn"]["fleet_builds"] == [
+        {"build_key": "k80", "compiled": True}, {"build_key": "k90", "compiled": True}]
+    assert report["hosts"]["gpu-1"]["flash_attn"]["fleet_builds"] == []
+    md = fr.to_markdown(report)
+    assert "- compiles in this run: 2; wheels reused" in md
+    # A GPU host that compiled its key as well (it ran before the build host): the key shows twice.
+    records["gpu-2"] = served_record(key="k90", compiled=True, source="built")
+    s = fr.build_report(records, ALL)["summary"]
+    assert s["compiles"] == 3 and s["compiles_by_key"] == {"k80": 1, "k90": 2}
+    assert "- compiles in this run: 3 (more than once: k90: 2); wheels reused" in fr.to_markdown(
+        fr.build_report(records, ALL))
+    # A rerun: the build host's keys are there, nothing compiled; results without the field are as before.
+    build["flash_attn_build_result"]["fleet_builds"] = [{"build_key": "k90", "compiled": False}, "junk", {}]
+    records = {"build-1": build}
+    entry = fr.build_report(records, ALL)["hosts"]["build-1"]
+    assert entry["flash_attn"]["fleet_builds"] == [{"build_key": "k90", "compiled": False}]
+    assert fr.build_report({"gpu-1": served_record()}, ALL)["summary"]["compiles_by_key"] == {}
