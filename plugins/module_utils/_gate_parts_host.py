@@ -107,7 +107,8 @@ def part_host(p, params, report):
     elif gpu_count == 0 and not require_gpu and not gpu_error:
         report.add("host-build-host",
                    "preflight_require_gpu=false: no GPU on this host (a build host); kernels are built for"
-                   " llm_stack_torch_cuda_arch_list=%s %s. Fix: none needed on a build host"
+                   " llm_stack_torch_cuda_arch_list=%s (flash-attn, with flash_attn_build_for_fleet, for the"
+                   " other hosts' build keys instead) %s. Fix: none needed on a build host"
                    % (final or "(empty)", _src("host-build-host")))
     nvcc = _text(params.get("nvcc_version"))
     if nvcc:
