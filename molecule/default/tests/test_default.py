@@ -80,7 +80,9 @@ def test_only_the_build_host_compiled_and_only_the_sm90_key(host):
     """Across converge, idempotence and check: one compile on the build host (its build ledger's one built line of
     flash-attn, the sm90 key's, and its one build log); none on the serving host."""
     entry, dummy = flash_attn_entry()
-    logs = host.run("ls %s/ | grep '^wheel-build-'" % LOG_DIR).stdout.split()
+    # The build's log, without run_logged's .pid and .rc files beside it.
+    logs = [name for name in host.run("ls %s/ | grep '^wheel-build-'" % LOG_DIR).stdout.split()
+            if name.endswith(".log")]
     ledger = host.run("cat %s/wheel-builds.jsonl" % LOG_DIR).stdout.splitlines()
     built = [line for line in (json.loads(text) for text in ledger if text.strip())
              if line.get("name") == "flash-attn" and line.get("result") == "built"]
