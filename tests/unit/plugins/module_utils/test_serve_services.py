@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -397,3 +398,14 @@ def test_metrics_sum_is_the_samples_sum(samples):
         assert found["idle"] == (sums[IDLE[0]] == 0 and sums[IDLE[1]] == 0)
     else:
         assert not found["idle"] and found["problem"]
+
+
+@SETTINGS
+@given(st.text(alphabet="abcXYZ019._:/-", min_size=1, max_size=12), st.text(alphabet="abcXYZ019._:/-", max_size=12))
+def test_health_check_regex_matches_only_the_model(model, other):
+    # HAProxy's rstring is PCRE; these escapes read the same in Python's re.
+    pattern = re.compile(S._model_regex(model))  # pylint: disable=protected-access
+    assert pattern.search('{"data": [{"id": "%s", "object": "model"}]}' % model)
+    assert pattern.search('{"data":[{"id":"%s","object":"model"}]}' % model)
+    if other != model:
+        assert not pattern.search('{"data": [{"id": "%s", "object": "model"}]}' % other)
