@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_services as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "vllm_serve")
 H200_QUERY = os.path.join(HERE, "..", "..", "..", "fixtures", "gpu", "h200", "query.csv")
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -409,3 +410,20 @@ def test_health_check_regex_matches_only_the_model(model, other):
     assert pattern.search('{"data":[{"id":"%s","object":"model"}]}' % model)
     if other != model:
         assert not pattern.search('{"data": [{"id": "%s", "object": "model"}]}' % other)
+
+
+# --- metrics_idle() on real captures (tests/fixtures/vllm_serve/README.md) -------------------------------------
+
+def _capture(name):
+    with open(os.path.join(FIXTURES, "metrics-0.20.2-h200", name)) as handle:
+        return handle.read()
+
+
+def test_metrics_of_a_real_server_under_load_is_not_idle():
+    """vLLM 0.20.2 on an H200 under load: one engine, 8 running and 4 waiting (waiting_by_reason not added)."""
+    assert S.metrics_idle(_capture("load.txt")) == {"running": 8.0, "waiting": 4.0, "idle": False, "problem": ""}
+
+
+def test_metrics_of_a_real_server_before_and_after_load_is_idle():
+    for name in ("idle.txt", "after-load.txt"):
+        assert S.metrics_idle(_capture(name)) == {"running": 0.0, "waiting": 0.0, "idle": True, "problem": ""}, name
