@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
 import math
 import re
 
@@ -29,7 +31,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus impor
 VARIABLE = "vllm_serve_services"
 # The keys of one item of vllm_serve_services.
 SERVICE_KEYS = ("name", "model", "served_model_name", "gpus", "tensor_parallel_size", "pipeline_parallel_size",
-                "data_parallel_size", "port", "host", "extra_args", "env", "benchmark")
+                "data_parallel_size", "port", "host", "extra_args", "env", "benchmark", "router")
 # The benchmark settings a service may set (the vllm_serve_benchmark_* variables of the same names).
 BENCH_KEYS = ("when", "num_prompts", "input_len", "output_len", "seed", "request_rate", "thresholds",
               "fail_on_miss")
@@ -152,7 +154,7 @@ def _single_service(single):
             "pipeline_parallel_size": pp if pp not in (None, "") else 1, "data_parallel_size": 1,
             "port": get("port"), "host": _text(get("host")) or "0.0.0.0",
             "extra_args": list(get("extra_args") or []), "env": dict(_dict(get("env"))),
-            "benchmark": {"enabled": bool(get("benchmark"))}, "path": "vllm_serve_*", "single": True}
+            "benchmark": {"enabled": bool(get("benchmark"))}, "router": True, "path": "vllm_serve_*", "single": True}
 
 
 def services(inputs, single):
@@ -204,7 +206,9 @@ def services(inputs, single):
                           % (path, name, names[name]))
         else:
             names[name] = path
-        gpus = _gpus(get("gpus"), path + ".gpus", errors)
+        # CPU-only test path: a host without GPUs runs a service without a GPU set.
+        cpu_test = single.get("cpu_only_test_host") is True or _text(single.get("cpu_only_test_host")).lower() == "true"
+        gpus = None if cpu_test and get("gpus") in (None, []) else _gpus(get("gpus"), path + ".gpus", errors)
         pp = _whole(get("pipeline_parallel_size"), path + ".pipeline_parallel_size", errors,
                     "set it to 1 or a number of pipeline stages", 1, 1024, default=1)
         dp = _whole(get("data_parallel_size"), path + ".data_parallel_size", errors,
@@ -212,7 +216,7 @@ def services(inputs, single):
         default_tp = len(gpus) // (pp * dp) if gpus and pp and dp and len(gpus) % (pp * dp) == 0 else None
         tp = _whole(get("tensor_parallel_size"), path + ".tensor_parallel_size", errors,
                     "set it to the GPUs per replica and stage, such as 2", 1, 1024, default=default_tp)
-        if tp is None and get("tensor_parallel_size") in (None, "") and gpus and pp and dp:
+        if tp is None and get("tensor_parallel_size") in (None, "") and gpus is not None and pp and dp:
             errors.append("%s.tensor_parallel_size is not set and %d GPUs do not divide by pipeline %d x data %d."
                           " Fix: set it so that tensor x pipeline x data parallel size is %d"
                           % (path, len(gpus), pp, dp, len(gpus)))
@@ -226,13 +230,18 @@ def services(inputs, single):
             port = serve_fit.whole(port, path + ".port", errors, "set it to a free TCP port such as 8000", low=1024,
                                    high=65535)
         extra = serve_fit.list_of_str(get("extra_args"), path + ".extra_args", errors, "list one argument per item")
+        router = get("router", True)
+        if not isinstance(router, bool):
+            errors.append("%s.router must be true or false, got %r. Fix: set it to false to keep the service out of"
+                          " the router, else leave it out" % (path, router))
+            router = True
         found.append({
             "name": name, "model": model, "served_model_name": served, "unit": UNIT_PREFIX + name, "gpus": gpus,
             "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp, "port": port,
             "host": _text(get("host")) or _text(single.get("host")) or "0.0.0.0", "extra_args": extra,
             "env": _env(get("env"), path + ".env", errors),
             "benchmark": _benchmark(get("benchmark"), single.get("benchmark"), path + ".benchmark", errors),
-            "path": path, "single": False,
+            "router": router, "path": path, "single": False,
         })
     return {"services": found, "errors": errors}
 
@@ -359,6 +368,161 @@ def removals(listed, recorded):
     keep = set(unit_name(service) for service in listed or [])
     names = recorded if isinstance(recorded, (list, tuple)) else sorted(_dict(recorded))
     return sorted(set(_text(name) for name in names if _UNIT_RE.fullmatch(_text(name)) and _text(name) not in keep))
+
+
+# --- the role's variables of a service, its contract and the manifest ------------------
+
+# The vllm_serve_* variables a listed service sets for its turn through the role's per-service tasks.
+SERVICE_VARS = ("model", "served_model_name", "service_name", "model_dir", "port", "host", "tensor_parallel_size",
+                "pipeline_parallel_size", "extra_args", "env", "benchmark") + tuple("benchmark_" + k for k in BENCH_KEYS)
+WILDCARDS = ("0.0.0.0", "::", "[::]", "")
+MANIFEST_VERSION = 1
+
+
+def role_vars(service, single):
+    """{vllm_serve_<name>: value} of a listed service (SERVICE_VARS): its own settings, else the single-service
+    values (single: the vllm_serve_* inputs) as its defaults. extra_args: the service's when it lists any, else
+    vllm_serve_extra_args; env: vllm_serve_env with the service's own on top; the GPU set as CUDA_VISIBLE_DEVICES and a
+    data parallel size as --data-parallel-size. Each service serves its model's own directory (model_dir empty)."""
+    service, single = _dict(service), _dict(single)
+    extra = list(service.get("extra_args") or single.get("extra_args") or [])
+    dp = service.get("data_parallel_size")
+    if _is_int(dp) and dp > 1:
+        extra += ["--data-parallel-size", str(dp)]
+    env = dict(_dict(single.get("env")))
+    env.update(_dict(service.get("env")))
+    if service.get("gpus"):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in service["gpus"])
+    bench = _dict(service.get("benchmark"))
+    found = {
+        "model": service.get("model"), "served_model_name": service.get("served_model_name"),
+        "service_name": unit_name(service), "model_dir": "", "port": service.get("port"),
+        "host": service.get("host"),
+        "tensor_parallel_size": service.get("tensor_parallel_size") if _is_int(service.get("tensor_parallel_size"))
+        else "auto",
+        "pipeline_parallel_size": service.get("pipeline_parallel_size") or 1, "extra_args": extra, "env": env,
+        "benchmark": bool(bench.get("enabled")),
+    }
+    for key in BENCH_KEYS:
+        found["benchmark_" + key] = bench[key] if key in bench else single.get("benchmark_" + key)
+    return dict(("vllm_serve_" + key, found[key]) for key in SERVICE_VARS)
+
+
+def router_address(bind, address=None, ansible_host=None, hostname=None):
+    """Where a router reaches a service: vllm_serve_router_address when set, else the service's bind address unless
+    it is a wildcard, else the host's ansible_host, else its inventory name."""
+    for value in (address, None if _text(bind) in WILDCARDS else bind, ansible_host, hostname):
+        if _text(value):
+            return _text(value)
+    return ""
+
+
+def contract(service, hostname, address=None, ansible_host=None):
+    """The service as preflight's contract (llm_stack_host.services) records it for the router: name, unit, server,
+    served_model_name, model, port, bind, address, gpus, the parallel sizes and router (membership)."""
+    service = _dict(service)
+    bind = _text(service.get("host")) or "0.0.0.0"
+    return {
+        "name": service.get("name"), "unit": unit_name(service), "server": _server_name(hostname, service),
+        "served_model_name": service.get("served_model_name"), "model": service.get("model"),
+        "port": service.get("port"), "bind": bind,
+        "address": router_address(bind, address, ansible_host, hostname),
+        "gpus": service.get("gpus"), "tensor_parallel_size": service.get("tensor_parallel_size"),
+        "pipeline_parallel_size": service.get("pipeline_parallel_size"),
+        "data_parallel_size": service.get("data_parallel_size"), "router": service.get("router", True) is not False,
+    }
+
+
+def host_services(inputs, single, facts, hostname, address=None, ansible_host=None, check_gpus=True):
+    """The host's services for the role: {single, services: [{name, unit, vars, contract}], contract, errors}.
+
+    errors: the normalisation's and, where check_gpus, problems()' on the host's GPUs (facts: ansible_facts)."""
+    listed = services(inputs, single)
+    errors = list(listed["errors"])
+    if check_gpus and not errors:
+        errors.extend(problems(listed["services"], _dict(facts)))
+    found = []
+    for service in listed["services"]:
+        found.append({"name": service["name"], "unit": unit_name(service),
+                      "vars": None if service.get("single") else role_vars(service, single),
+                      "contract": contract(service, hostname, address, ansible_host)})
+    single_case = bool(listed["services"]) and bool(listed["services"][0].get("single"))
+    return {"single": single_case, "services": found, "contract": [one["contract"] for one in found],
+            "errors": errors}
+
+
+def host_gate(listed, gates):
+    """vllm_serve_gate of the host: the gate of its last service checked (the inputs preflight judges again), with
+    the errors and warnings of every service's gate and of the list (listed: host_services()' result), and the
+    services' contract. With no service checked (the list itself has problems), a gate that only reports them."""
+    listed = _dict(listed)
+    gates = [gate for gate in gates or [] if isinstance(gate, dict)]
+    errors = list(listed.get("errors") or [])
+    warnings = []
+    for gate in gates:
+        for message in gate.get("errors") or []:
+            if message not in errors:
+                errors.append(message)
+        for message in gate.get("compat_warnings") or []:
+            if message not in warnings:
+                warnings.append(message)
+    found = dict(gates[-1]) if gates else {"skipped": True, "skip_reason": "the services' list has problems"}
+    found.update(errors=errors, compat_warnings=warnings, ok=not errors,
+                 services=list(listed.get("contract") or []) if not errors else [])
+    return found
+
+
+def manifest(plans, contracts):
+    """The manifest of the services the role runs on the host (its config_dir/services.json, no secret): per unit,
+    the mode, the files the role wrote for it, the URL it answers at and its router server name, so that a later run
+    can drain and remove a service the inventory no longer lists."""
+    servers = dict((_text(one.get("unit")), one) for one in contracts or [] if isinstance(one, dict))
+    units = {}
+    for plan_ in plans or []:
+        plan_ = _dict(plan_)
+        unit = _text(plan_.get("service"))
+        if not unit:
+            continue
+        files = _dict(plan_.get("files"))
+        units[unit] = {
+            "mode": plan_.get("mode"), "url": _dict(plan_.get("health")).get("url") or plan_.get("base_url"),
+            "server": _dict(servers.get(unit)).get("server"),
+            "router": _dict(servers.get(unit)).get("router", True) is not False,
+            "files": dict((key, files[key]) for key in ("unit", "env_file", "wrapper", "fingerprint",
+                                                       "supervisor_program") if files.get(key)),
+            "supervisorctl": plan_.get("supervisorctl") or [],
+        }
+    return {"version": MANIFEST_VERSION, "units": units}
+
+
+def read_manifest(content):
+    """The recorded manifest from slurp's base64 content (or its parsed JSON): a dict, else None (no manifest, or
+    one that is not the role's: nothing is removed on its word)."""
+    if isinstance(content, dict):
+        return content
+    try:
+        found = json.loads(base64.b64decode(_text(content)).decode("utf-8")) if _text(content) else None
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return None
+    return found if isinstance(found, dict) and found.get("version") == MANIFEST_VERSION else None
+
+
+def removal_records(listed_units, recorded):
+    """What to stop and remove: the entries of the recorded manifest (recorded: its parsed JSON, or None) whose
+    unit the inventory no longer lists (removals()), each {unit, mode, url, server, router, files, supervisorctl}.
+    A recorded file path outside the role's own names is dropped: only <dir>/<unit>.<suffix> is ever removed."""
+    units = _dict(_dict(recorded).get("units"))
+    found = []
+    for unit in removals([{"unit": name} for name in listed_units or []], sorted(units)):
+        entry = _dict(units.get(unit))
+        files = dict((key, path) for key, path in _dict(entry.get("files")).items()
+                     if isinstance(path, str) and path.startswith("/") and ".." not in path.split("/")
+                     and path.rsplit("/", 1)[-1].split(".", 1)[0] == unit)
+        found.append({"unit": unit, "mode": entry.get("mode") if entry.get("mode") in ("systemd", "supervisord")
+                      else "systemd", "url": _text(entry.get("url")), "server": _text(entry.get("server")),
+                      "router": entry.get("router", True) is not False, "files": files,
+                      "supervisorctl": [_text(word) for word in entry.get("supervisorctl") or []]})
+    return found
 
 
 # --- the drain wait --------------------------------------------------------------------

@@ -427,3 +427,150 @@ def test_metrics_of_a_real_server_under_load_is_not_idle():
 def test_metrics_of_a_real_server_before_and_after_load_is_idle():
     for name in ("idle.txt", "after-load.txt"):
         assert S.metrics_idle(_capture(name)) == {"running": 0.0, "waiting": 0.0, "idle": True, "problem": ""}, name
+
+
+# --- the role's variables of a listed service, its contract, the host's gate and the manifest ---------------------
+
+TWO = [{"name": "chat", "model": "Qwen/Qwen3-8B", "gpus": [0, 1], "port": 8001},
+       {"name": "small", "model": "Qwen/Qwen3-0.6B", "served_model_name": "qwen3-small", "gpus": [2],
+        "port": 8002, "env": {"A": "1"}, "extra_args": ["--max-num-seqs", "8"], "router": False,
+        "benchmark": {"num_prompts": 5}}]
+
+
+def test_role_vars_give_each_service_its_variables_over_the_single_ones():
+    single = dict(SINGLE, env={"NCCL_NVLS_ENABLE": "0"}, extra_args=["--enforce-eager"], benchmark_num_prompts=50,
+                  benchmark_when="changed")
+    listed = S.services(TWO, single)
+    assert listed["errors"] == []
+    chat, small = [S.role_vars(service, single) for service in listed["services"]]
+    assert chat["vllm_serve_service_name"] == "vllm-chat"
+    assert chat["vllm_serve_model_dir"] == ""
+    assert chat["vllm_serve_tensor_parallel_size"] == 2
+    assert chat["vllm_serve_env"] == {"NCCL_NVLS_ENABLE": "0", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert chat["vllm_serve_extra_args"] == ["--enforce-eager"]
+    assert chat["vllm_serve_benchmark"] is False and chat["vllm_serve_benchmark_num_prompts"] == 50
+    assert small["vllm_serve_env"] == {"NCCL_NVLS_ENABLE": "0", "A": "1", "CUDA_VISIBLE_DEVICES": "2"}
+    assert small["vllm_serve_extra_args"] == ["--max-num-seqs", "8"]
+    assert small["vllm_serve_served_model_name"] == "qwen3-small"
+    assert small["vllm_serve_benchmark"] is True and small["vllm_serve_benchmark_num_prompts"] == 5
+    assert sorted(chat) == sorted("vllm_serve_" + key for key in S.SERVICE_VARS)
+
+
+def test_a_data_parallel_service_asks_vllm_for_its_replicas():
+    listed = S.services([{"name": "dp", "model": "Qwen/Qwen3-8B", "gpus": [0, 1, 2, 3], "data_parallel_size": 2,
+                          "port": 8000}], SINGLE)
+    found = S.role_vars(listed["services"][0], SINGLE)
+    assert found["vllm_serve_tensor_parallel_size"] == 2
+    assert found["vllm_serve_extra_args"][-2:] == ["--data-parallel-size", "2"]
+    assert found["vllm_serve_env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+
+
+def test_a_cpu_only_test_host_lists_services_without_gpus_and_others_must_list_them():
+    item = [{"name": "a", "model": "Qwen/Qwen3-8B", "port": 8000}, {"name": "b", "model": "Qwen/Qwen3-8B",
+                                                                      "port": 8001}]
+    test_host = S.services(item, dict(SINGLE, cpu_only_test_host=True))
+    assert test_host["errors"] == []
+    assert [s["gpus"] for s in test_host["services"]] == [None, None]
+    assert S.role_vars(test_host["services"][0], SINGLE)["vllm_serve_tensor_parallel_size"] == "auto"
+    real = S.services(item, dict(SINGLE, cpu_only_test_host=False))
+    assert any("vllm_serve_services[0].gpus must be a non-empty list" in e for e in real["errors"])
+
+
+def test_router_must_be_a_bool():
+    listed = S.services([{"name": "a", "model": "Qwen/Qwen3-8B", "gpus": [0], "port": 8000, "router": "no"}],
+                        SINGLE)
+    assert any("vllm_serve_services[0].router must be true or false" in e for e in listed["errors"])
+
+
+def test_contract_names_the_router_server_and_the_address_the_router_reaches():
+    listed = S.services(TWO, SINGLE)["services"]
+    chat = S.contract(listed[0], "gpu-a1", ansible_host="10.0.0.5")
+    assert chat["server"] == "gpu-a1_chat" and chat["unit"] == "vllm-chat"
+    assert chat["bind"] == "0.0.0.0" and chat["address"] == "10.0.0.5"
+    assert chat["router"] is True and chat["gpus"] == [0, 1] and chat["port"] == 8001
+    assert S.contract(listed[1], "gpu-a1")["router"] is False
+    assert S.contract(dict(listed[0], host="192.168.1.7"), "gpu-a1", ansible_host="10.0.0.5")["address"] == \
+        "192.168.1.7"
+    assert S.contract(listed[0], "gpu-a1", address="172.16.0.9", ansible_host="10.0.0.5")["address"] == \
+        "172.16.0.9"
+    assert S.contract(listed[0], "gpu_a1")["address"] == "gpu_a1"
+
+
+def test_host_services_checks_the_list_on_the_hosts_gpus():
+    found = S.host_services(TWO, SINGLE, host(2), "gpu-a1")
+    assert found["single"] is False
+    assert [one["unit"] for one in found["services"]] == ["vllm-chat", "vllm-small"]
+    assert any("vllm_serve_services[1].gpus has GPU(s) 2, but the host has 2 GPU(s)" in e for e in found["errors"])
+    assert S.host_services(TWO, SINGLE, host(4), "gpu-a1")["errors"] == []
+    # Before the GPUs are read: only the normalisation.
+    assert S.host_services(TWO, SINGLE, {}, "gpu-a1", check_gpus=False)["errors"] == []
+    one = S.host_services([], SINGLE, host(1), "gpu-a1")
+    assert one["single"] is True and one["services"][0]["vars"] is None
+    assert one["contract"][0]["unit"] == "vllm-qwen-qwen3-8b"
+    assert one["contract"][0]["server"] == "gpu-a1_qwen-qwen3-8b"
+
+
+def test_host_gate_merges_every_services_problems_and_keeps_the_last_inputs():
+    listed = {"errors": [], "contract": [{"unit": "vllm-a"}]}
+    gates = [{"inputs": {"parts": ["serve"], "serve_model": "A"}, "errors": ["e1"], "compat_warnings": ["w"]},
+             {"inputs": {"parts": ["serve"], "serve_model": "B"}, "errors": ["e2", "e1"], "compat_warnings": ["w"]}]
+    gate = S.host_gate(listed, gates)
+    assert gate["errors"] == ["e1", "e2"] and gate["compat_warnings"] == ["w"]
+    assert gate["inputs"]["serve_model"] == "B" and gate["ok"] is False and gate["services"] == []
+    clean = S.host_gate(listed, [dict(gates[0], errors=[])])
+    assert clean["ok"] is True and clean["services"] == [{"unit": "vllm-a"}]
+    broken = S.host_gate({"errors": ["list"], "contract": []}, [])
+    assert broken["errors"] == ["list"] and broken["skipped"] is True and "inputs" not in broken
+
+
+def _plan(unit, mode="systemd"):
+    return {"service": unit, "mode": mode, "health": {"url": "http://127.0.0.1:8001"},
+            "supervisorctl": ["/v/bin/supervisorctl", "-c", "/etc/s.conf"],
+            "files": {"unit": "/etc/systemd/system/%s.service" % unit, "env_file": "/etc/llm/%s.env" % unit,
+                      "wrapper": "/etc/llm/%s.sh" % unit, "fingerprint": "/etc/llm/%s.fingerprint" % unit,
+                      "supervisor_program": "/etc/llm/supervisor.d/%s.conf" % unit, "log": "/var/log/%s.log" % unit}}
+
+
+def test_the_manifest_records_what_a_later_run_needs_to_remove_a_service():
+    text = S.manifest([_plan("vllm-chat"), _plan("vllm-old")],
+                      [{"unit": "vllm-chat", "server": "h_chat", "router": True},
+                       {"unit": "vllm-old", "server": "h_old", "router": False}])
+    assert sorted(text["units"]) == ["vllm-chat", "vllm-old"]
+    assert text["units"]["vllm-chat"]["server"] == "h_chat"
+    assert "log" not in text["units"]["vllm-chat"]["files"]
+    import base64
+    import json
+    content = base64.b64encode(json.dumps(text).encode()).decode()
+    recorded = S.read_manifest(content)
+    assert recorded == json.loads(json.dumps(text))
+    gone = S.removal_records(["vllm-chat"], recorded)
+    assert [one["unit"] for one in gone] == ["vllm-old"]
+    assert gone[0]["router"] is False and gone[0]["url"] == "http://127.0.0.1:8001"
+    assert sorted(gone[0]["files"]) == ["env_file", "fingerprint", "supervisor_program", "unit", "wrapper"]
+    assert S.removal_records(["vllm-chat", "vllm-old"], recorded) == []
+
+
+def test_a_manifest_that_is_not_the_roles_removes_nothing():
+    assert S.read_manifest("") is None
+    assert S.read_manifest("not base64 json") is None
+    import base64
+    assert S.read_manifest(base64.b64encode(b'{"units": {"vllm-x": {}}}').decode()) is None
+    hostile = {"version": 1, "units": {
+        "vllm-x": {"mode": "rm -rf", "files": {"unit": "/etc/passwd", "env_file": "/etc/llm/../../etc/vllm-x.env",
+                                               "wrapper": "relative/vllm-x.sh", "fingerprint": "/etc/llm/vllm-x.fp"}},
+        "sshd": {"files": {"unit": "/etc/systemd/system/sshd.service"}}}}
+    gone = S.removal_records([], hostile)
+    assert [one["unit"] for one in gone] == ["vllm-x"]
+    assert gone[0]["files"] == {"fingerprint": "/etc/llm/vllm-x.fp"}
+    assert gone[0]["mode"] == "systemd"
+
+
+@given(st.lists(st.sampled_from(["vllm-a", "vllm-b", "vllm-c", "other", "vllm-d"]), unique=True),
+       st.lists(st.sampled_from(["vllm-a", "vllm-b", "vllm-c", "other", "vllm-d"]), unique=True))
+@SETTINGS
+def test_removals_never_touch_a_listed_unit_nor_a_foreign_one(listed, recorded):
+    manifest = {"version": 1, "units": dict((unit, {"files": {}}) for unit in recorded)}
+    gone = [one["unit"] for one in S.removal_records(listed, manifest)]
+    assert not set(gone) & set(listed)
+    assert "other" not in gone
+    assert set(gone) == set(u for u in recorded if u.startswith("vllm-")) - set(listed)
