@@ -54,7 +54,7 @@ logs="${CI_OUT}/fixtures"
 # Longest first: vllm waits (on its lock) for qwen_model_fetch's venv only
 # after its own downloads.
 every=(qwen_model_fetch vllm wheelhouse cuda-runfile testfleet-model awx-model
-    fleet-cache-wheels awx-fleet-cache-wheels)
+    fleet-cache-wheels awx-fleet-cache-wheels router)
 
 unset QWEN_MODEL_FETCH_FIXTURE LLM_STACK_TEST_VLLM LLM_STACK_TEST_WHEELHOUSE
 
@@ -72,7 +72,7 @@ EOF
 fixture_dir() {
     case "$1" in
     fleet-cache-wheels) printf '%s\n' "${cache}/fleet_cache/wheelhouse" ;;
-    cuda-runfile | wheelhouse | qwen_model_fetch | vllm | awx-model | testfleet-model | awx-fleet-cache-wheels)
+    cuda-runfile | wheelhouse | qwen_model_fetch | vllm | awx-model | testfleet-model | awx-fleet-cache-wheels | router)
         printf '%s\n' "${cache}/$1"
         ;;
     *) return 1 ;;
@@ -91,6 +91,7 @@ fixture_command() {
         printf '%s\n' env "QWEN_MODEL_FETCH_FIXTURE=${dir}" bash tests/model/testbed.sh "${olah}" "${hub}"
         ;;
     vllm) printf '%s\n' tests/vllm/build "${dir}" "$(fixture_dir qwen_model_fetch)" ;;
+    router) printf '%s\n' tests/router/build "${dir}" ;;
     fleet-cache-wheels | awx-fleet-cache-wheels)
         printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${gunicorn}"
         ;;
