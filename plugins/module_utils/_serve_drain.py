@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_services import metrics_idle
 
 # The longest one request of /metrics may take (seconds); less when less of the wait is left.
@@ -62,7 +64,7 @@ def _number(value, default):
         value = float(value)
     except (TypeError, ValueError):
         return default
-    return default if value != value or value in (float("inf"), float("-inf")) else value
+    return default if math.isnan(value) or math.isinf(value) else value
 
 
 def request_timeout(remaining):

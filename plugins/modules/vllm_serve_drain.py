@@ -43,11 +43,11 @@ options:
   timeout:
     description: Longest wait, in seconds.
     type: float
-    default: 300
+    default: 300.0
   poll:
     description: Seconds between two polls (more than 0).
     type: float
-    default: 2
+    default: 2.0
   settle:
     description: Consecutive idle polls needed (at least 1).
     type: int
@@ -199,8 +199,8 @@ def main():
         argument_spec=dict(
             url=dict(type="str", required=True),
             key_file=dict(type="path", no_log=False),
-            timeout=dict(type="float", default=300),
-            poll=dict(type="float", default=2),
+            timeout=dict(type="float", default=300.0),
+            poll=dict(type="float", default=2.0),
             settle=dict(type="int", default=3),
             fail_on_timeout=dict(type="bool", default=False),
         ),
