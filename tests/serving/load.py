@@ -347,23 +347,24 @@ def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.daemon and daemonize(args):
         return 0
-    if args.pid_file:
-        write_pid(args.pid_file)
     run = Run(args)
-    try:
-        key = read_key(args.key_file) if args.key_file else ""
-    except (IOError, OSError) as exc:
-        run.error = "cannot read the key file %s: %s" % (args.key_file, exc)
-        run.stopped_by = "error"
-        return finish(run, 2)
     halted = threading.Event()
 
     def on_signal(number, frame):  # pylint: disable=unused-argument
         run.halt("signal")
         halted.set()
 
+    # Before the pid file is there: a caller that reads it may signal at once.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.pid_file:
+        write_pid(args.pid_file)
+    try:
+        key = read_key(args.key_file) if args.key_file else ""
+    except (IOError, OSError) as exc:
+        run.error = "cannot read the key file %s: %s" % (args.key_file, exc)
+        run.stopped_by = "error"
+        return finish(run, 2)
     body = body_of(args)
     threads = [threading.Thread(target=worker, args=(run, body, key), name="load-%d" % i) for i in range(args.workers)]
     for thread in threads:
