@@ -430,6 +430,7 @@ def contract(service, hostname, address=None, ansible_host=None):
         "gpus": service.get("gpus"), "tensor_parallel_size": service.get("tensor_parallel_size"),
         "pipeline_parallel_size": service.get("pipeline_parallel_size"),
         "data_parallel_size": service.get("data_parallel_size"), "router": service.get("router", True) is not False,
+        "router_server": _server_name(hostname, service) if service.get("router", True) is not False else None,
     }
 
 
@@ -520,7 +521,8 @@ def removal_records(listed_units, recorded):
                      and path.rsplit("/", 1)[-1].split(".", 1)[0] == unit)
         found.append({"unit": unit, "mode": entry.get("mode") if entry.get("mode") in ("systemd", "supervisord")
                       else "systemd", "url": _text(entry.get("url")), "server": _text(entry.get("server")),
-                      "router": entry.get("router", True) is not False, "files": files,
+                      "router": entry.get("router", True) is not False and bool(_text(entry.get("server"))),
+                      "files": files,
                       "supervisorctl": [_text(word) for word in entry.get("supervisorctl") or []]})
     return found
 

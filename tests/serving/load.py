@@ -233,6 +233,9 @@ def worker(run, body, key):
         began = time.monotonic()
         status, error, backend = send(run.args, body, key)
         run.record(status, error, time.monotonic() - began, backend)
+        if run.args.interval > 0:
+            # A paced load: a steady trickle through a long change rather than as many requests as the CPU allows.
+            time.sleep(run.args.interval)
 
 
 def write_json(path, data):
@@ -267,6 +270,7 @@ def parse(argv):
     parser.add_argument("--min-requests", type=int, default=200)
     parser.add_argument("--max-seconds", type=float, default=0, help="hard bound on the run (0: none)")
     parser.add_argument("--max-tokens", type=int, default=8)
+    parser.add_argument("--interval", type=float, default=0, help="seconds each worker waits between its requests")
     parser.add_argument("--prompt", default="Write one short sentence about the sea.")
     parser.add_argument("--api", choices=["completions", "chat"], default="completions")
     parser.add_argument("--request-timeout", type=float, default=60)
