@@ -56,8 +56,8 @@ class ActionModule(RoleAction):
         planned = P.plan(plain_hostvars(hostvars, hosts), hosts, settings)
         result["changed"] = False
         if planned["errors"]:
-            return self.stop(result, "llm_router on %s: %s" % (task_vars.get("inventory_hostname", ""),
-                                                                " ".join(planned["errors"])))
+            host = task_vars.get("inventory_hostname", "")
+            return self.stop(result, "llm_router on %s: %s" % (host, " ".join(planned["errors"])))
         del planned["errors"]
         result.update(planned)
         result["hosts"] = list(hosts)

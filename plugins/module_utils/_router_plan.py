@@ -87,8 +87,9 @@ def _whole(value, name, low, high, errors):
     except ValueError:
         number = None
     if number is None or isinstance(value, bool) or not low <= number <= high:
-        errors.append("%s=%r is not a whole number from %d to %d. Fix: set it such as %d" % (name, value, low, high,
-                                                                                          max(low, min(high, 2))))
+        example = max(low, min(high, 2))
+        errors.append("%s=%r is not a whole number from %d to %d. Fix: set it such as %d"
+                      % (name, value, low, high, example))
         return None
     return number
 

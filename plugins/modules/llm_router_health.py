@@ -14,7 +14,7 @@ short_description: The health gate of the LLM router (HAProxy), run on its host
 version_added: "0.3.0"
 description:
   - Polls the router until all of these pass, or until O(timeout) seconds have passed (the vLLM servers behind it may
-    still be starting) - C(GET /v1/models) with a client key lists every model of O(models); one completion of
+    still be starting) - C(GET /v1/models) with a client key lists every model of O(models) (the union of O(probes) answers); one completion of
     O(max_tokens) tokens per model, with the key, answers 200 with a choice; C(GET /v1/models) without a key is
     refused with 401.
   - The client key is read on the host from the router's ACL file (O(key_file), lines C(Bearer <key>); the first
@@ -33,6 +33,12 @@ options:
     type: list
     elements: str
     required: true
+  probes:
+    description:
+      - C(GET /v1/models) requests per attempt; the router answers each from one server of C(be_any) (in turn among
+        the idle ones), so the models listed are the union of the answers. The role gives its number of servers.
+    type: int
+    default: 1
   key_file:
     description: The router's client key ACL file (readable by root only).
     type: path
@@ -125,12 +131,18 @@ def attempt(p, key):
     """One round of the gate: {name: {ok, detail}}."""
     base, timeout = p["url"].rstrip("/"), p["request_timeout"]
     checks = {}
-    status, text = http("GET", base + "/v1/models", timeout, key=key)
-    listed = R.models_listed(text) if status == 200 else None
-    absent = sorted(set(p["models"]) - set(listed or []))
-    checks["models"] = {"ok": status == 200 and listed is not None and not absent,
-                        "detail": "GET /v1/models: %s%s" % (status or text[:200], ", not listed: %s"
-                                                            % ", ".join(absent) if status == 200 and absent else "")}
+    # be_any answers each GET from one server (leastconn: in turn among the idle ones): the union of probes answers.
+    listed, statuses = set(), []
+    for dummy in range(max(1, p["probes"])):
+        status, text = http("GET", base + "/v1/models", timeout, key=key)
+        statuses.append(status or text[:200])
+        listed.update((R.models_listed(text) or []) if status == 200 else [])
+        if set(p["models"]) <= listed:
+            break
+    absent = sorted(set(p["models"]) - listed)
+    good = all(status == 200 for status in statuses) and not absent
+    checks["models"] = {"ok": good, "detail": "GET /v1/models: %s%s" % (
+        ", ".join(str(status) for status in statuses), ", not listed: %s" % ", ".join(absent) if absent else "")}
     for model in p["models"]:
         body = {"model": model, "prompt": "Hello", "max_tokens": p["max_tokens"], "temperature": 0}
         status, text = http("POST", base + "/v1/completions", timeout, body=body, key=key)
@@ -159,6 +171,7 @@ def main():
             poll=dict(type="int", default=3),
             request_timeout=dict(type="int", default=60),
             max_tokens=dict(type="int", default=1, no_log=False),
+            probes=dict(type="int", default=1),
         ),
         supports_check_mode=True,
     )

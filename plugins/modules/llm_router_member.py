@@ -226,7 +226,7 @@ def main():
 
     errors = []
     done = 0
-    for backend, server, command in plan["commands"]:
+    for dummy, dummy2, command in plan["commands"]:
         try:
             ok, message = R.command_ok(runtime_command(path, command, timeout))
         except (NotRunning, socket.error, OSError) as exc:

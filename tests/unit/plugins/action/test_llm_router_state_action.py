@@ -65,12 +65,12 @@ def service(name, served, port, address):
             "port": port, "bind": "0.0.0.0", "address": address, "gpus": None, "router": True}
 
 
+SERVE1 = [service("chat", "qwen3-tiny", 28201, "10.1.0.1")]
+SERVE2 = [service("chat", "qwen3-tiny", 28201, "serve2")]
 HOSTVARS = {
     "serve1": {"ansible_host": "10.1.0.1", "vllm_serve_api_key": "never-read",
-               "ansible_facts": {"llm_stack_host": {"ok": True, "services": [service("chat", "qwen3-tiny", 28201,
-                                                                                      "10.1.0.1")]}}},
-    "serve2": {"ansible_facts": {"llm_stack_host": {"ok": True, "services": [service("chat", "qwen3-tiny", 28201,
-                                                                                      "serve2")]}}},
+               "ansible_facts": {"llm_stack_host": {"ok": True, "services": SERVE1}}},
+    "serve2": {"ansible_facts": {"llm_stack_host": {"ok": True, "services": SERVE2}}},
     "lb": {"ansible_host": "10.1.0.9", "ansible_facts": {"service_mgr": "systemd"}},
 }
 
