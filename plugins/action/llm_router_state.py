@@ -48,7 +48,8 @@ class ActionModule(RoleAction):
         hosts = args.get("hosts")
         if not hosts:
             every = list((task_vars.get("groups") or {}).get("all") or [])
-            hosts = P.default_hosts(plain_hostvars(hostvars, every), every)
+            # None found: every host goes to the plan, whose message then says why each is left out.
+            hosts = P.default_hosts(plain_hostvars(hostvars, every), every) or every
         settings = dict(args["settings"], api_keys=args.get("api_keys"), backend_api_key=args.get("backend_api_key"))
         # Facts not gathered: no service manager, taken as systemd.
         settings.setdefault("service_mgr", (task_vars.get("ansible_facts") or {}).get("service_mgr", ""))

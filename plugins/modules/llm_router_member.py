@@ -59,14 +59,9 @@ options:
     type: float
     default: 10
 extends_documentation_fragment:
-  - gpufleet.llm_stack.attributes
-attributes:
-  check_mode:
-    support: full
-    details: Reads the servers' states and reports what would change; sends no command and writes no file.
-  diff_mode:
-    support: none
+  - gpufleet.llm_stack.attributes.changes
 notes:
+  - In check mode it reads the servers' states and reports what would change; it sends no command and writes no file.
   - A request in flight on a drained server finishes; wait for the drain (module C(gpufleet.llm_stack.vllm_serve_drain))
     before stopping the service.
 seealso:
@@ -102,7 +97,7 @@ missing:
   type: list
   elements: str
 router:
-  description: C(running), or why the router was not reached (C(not running: ...)).
+  description: C(running), or why the router was not reached (C(not running) and the reason).
   returned: always
   type: str
 commands:
