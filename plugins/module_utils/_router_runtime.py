@@ -111,7 +111,11 @@ def set_command(backend, server, state):
 
 
 def _summary(states):
+    """One word for a server's backends: their state where they agree; ready where it is ready in some and down in
+    the others (its checks fail only where it does not serve the backend's model); else mixed."""
     found = sorted(set(states.values()))
+    if found == ["down", "ready"]:
+        return "ready"
     return found[0] if len(found) == 1 else "mixed" if found else None
 
 
@@ -120,8 +124,8 @@ def member_plan(rows, servers, state):
 
     Returns {commands: [(backend, server, command)], servers: {name: {backends, before, after, states}},
     missing: [name]}; a server is changed in a backend only where its administrative state is not state already.
-    before/after are one word when every backend agrees (state_name), else 'mixed'; states holds each backend's
-    {before, after}. missing: the names in no backend.
+    before/after are one word when every backend agrees (state_name; ready where it is ready in some backends and down
+    in the others), else 'mixed'; states holds each backend's {before, after}. missing: the names in no backend.
     """
     if state not in STATES:
         raise ValueError("state must be one of %s, got %r" % (", ".join(STATES), state))

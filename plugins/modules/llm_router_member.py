@@ -79,8 +79,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 servers:
-  description: Each server found, with its backends, its state before and after (ready, drain, maint, down while its
-    checks fail; C(mixed) when the backends differ) and each backend's.
+  description: Each server found, with its backends, its state before and after (ready, drain, maint, or down where
+    its checks fail in every backend; ready where it is ready in some and down in the others; C(mixed) when the
+    backends differ otherwise) and each backend's (C(states)).
   returned: always
   type: dict
   sample:

@@ -92,8 +92,8 @@ def test_plan_for_ready_says_down_where_the_checks_fail(real_state):
     assert [c[2] for c in plan["commands"]] == ["set server be_qwen3_chat/h1_chat state ready",
                                                 "set server be_any/h1_chat state ready"]
     assert plan["servers"]["h1_chat"]["after"] == "down"
-    # already ready everywhere: nothing to send
-    assert plan["servers"]["h2_emb"]["before"] == "mixed"
+    # already ready everywhere (down in be_emb: its checks fail there): nothing to send
+    assert plan["servers"]["h2_emb"]["before"] == "ready"
     assert plan["missing"] == []
 
 
