@@ -117,6 +117,11 @@ def problems(settings):
     elif not _KEY_RE.fullmatch(backend):
         errors.append("llm_router_backend_api_key holds whitespace, a quote or a backslash, or a character that is"
                       " not printable ASCII. Fix: use a key of letters, digits and - _ . only")
+    elif "%" in backend:
+        # HAProxy reads the header it sets as a log-format string: '%x' fails the config, '%[...]' is evaluated.
+        errors.append("llm_router_backend_api_key holds %, which HAProxy reads as a log-format directive in the"
+                      " header it sends. Fix: use a key without % for the vLLM servers (vllm_serve_api_key), such as"
+                      " the output of openssl rand -hex 24")
     if _text(cfg.get("service_manager") or "auto") not in MANAGERS:
         errors.append("llm_router_service_manager=%r is not one of %s. Fix: set it to auto"
                       % (cfg.get("service_manager"), ", ".join(MANAGERS)))

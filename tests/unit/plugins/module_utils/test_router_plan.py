@@ -98,6 +98,7 @@ def test_a_fact_without_address_uses_ansible_host():
     ({"backend_api_key": ""}, "llm_router_backend_api_key is empty"),
     ({"backend_api_key": "a'b"}, "llm_router_backend_api_key holds whitespace, a quote"),
     ({"backend_api_key": "a\\b"}, "llm_router_backend_api_key holds"),
+    ({"backend_api_key": "ab%[src]"}, "llm_router_backend_api_key holds %"),
     ({"port": 0}, "llm_router_port=0 is not a whole number"),
     ({"port": "x"}, "llm_router_port='x'"),
     ({"port": True}, "llm_router_port=True"),
