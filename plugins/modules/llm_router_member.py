@@ -58,6 +58,14 @@ options:
     description: Seconds one command on the socket may take (connect, send and read).
     type: float
     default: 10
+  wait_up:
+    description:
+      - With O(state=ready), seconds to wait until the router's health checks have each server up again (none of
+        them C(down)); past them the task fails, naming the servers. C(0) does not wait. A rolling change waits, so
+        that the next host's drain never leaves a model without a server.
+    type: float
+    default: 0
+    version_added: "0.9.0"
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.changes
 notes:
@@ -101,6 +109,10 @@ router:
   description: C(running), or why the router was not reached (C(not running) and the reason).
   returned: always
   type: str
+waited_up:
+  description: Seconds waited for the servers to be up again (O(wait_up)).
+  returned: when O(wait_up) is above 0 and O(state=ready)
+  type: float
 commands:
   description: The runtime API commands sent (in check mode, the ones that would be).
   returned: always
@@ -112,6 +124,7 @@ import errno
 import os
 import socket
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
@@ -182,6 +195,7 @@ def main():
             missing_ok=dict(type="bool", default=True),
             state_file=dict(type="path", default="/var/lib/llm-router/server-state"),
             timeout=dict(type="float", default=10),
+            wait_up=dict(type="float", default=0),
         ),
         supports_check_mode=True,
     )
@@ -245,7 +259,30 @@ def main():
             errors.append("saving the servers' state to %s: %s" % (params["state_file"], exc))
     if errors:
         module.fail_json(msg="HAProxy refused: %s" % "; ".join(errors), **result)
+    if params["state"] == "ready" and params["wait_up"] > 0 and servers:
+        wait_until_up(module, path, timeout, plan, servers, params["wait_up"], result)
     module.exit_json(**result)
+
+
+def wait_until_up(module, path, timeout, plan, servers, limit, result):
+    """Poll show servers state until no server of servers reads down (R.apply_after), at most limit seconds."""
+    start = time.time()
+    while True:
+        down = [name for name in servers if (result["servers"].get(name) or {}).get("after") == "down"]
+        result["waited_up"] = round(time.time() - start, 1)
+        if not down:
+            return
+        if time.time() - start >= limit:
+            module.fail_json(msg="The router's health checks did not take %s back within %g s. Fix: look at the"
+                                 " service's log and at the router's checks (show servers state on %s)"
+                                 % (", ".join(down), limit, path), **result)
+        time.sleep(1)
+        try:
+            parsed = R.parse_servers_state(runtime_command(path, "show servers state", timeout))
+        except (NotRunning, socket.error, OSError) as exc:
+            module.fail_json(msg="HAProxy's admin socket %s: %s" % (path, exc), **result)
+        if not parsed["error"]:
+            result["servers"] = R.apply_after(plan, parsed["rows"])
 
 
 if __name__ == "__main__":

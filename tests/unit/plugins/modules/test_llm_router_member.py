@@ -176,3 +176,40 @@ def test_a_refused_command_fails(run_module, haproxy, tmp_path, monkeypatch):
     monkeypatch.setattr(haproxy, "answer", refuse)
     kind, result, dummy = run_module(M.main, args(haproxy, tmp_path))
     assert kind == "fail" and "Permission denied" in result["msg"]
+
+
+def test_ready_waits_until_the_checks_take_the_server_back(run_module, haproxy, tmp_path):
+    # h1_chat drained and down (its service restarted): op state 0 in both backends.
+    for row in haproxy.servers:
+        if row[2] == "h1_chat":
+            row[3], row[4] = 0, ADMIN["drain"]
+    shows = []
+    original = haproxy.answer
+
+    def answer(command):
+        if command == "show servers state":
+            shows.append(command)
+            if len(shows) == 4:
+                # The third reading after the command: the health checks have it up again.
+                for row in haproxy.servers:
+                    if row[2] == "h1_chat":
+                        row[3] = 2
+        return original(command)
+
+    haproxy.answer = answer
+    kind, result, dummy = run_module(M.main, args(haproxy, tmp_path, state="ready", wait_up=30))
+    assert kind == "exit", result
+    assert result["changed"] is True
+    assert result["servers"]["h1_chat"]["after"] == "ready"
+    assert len(shows) == 4 and result["waited_up"] >= 1
+
+
+def test_ready_fails_when_the_checks_never_take_the_server(run_module, haproxy, tmp_path):
+    for row in haproxy.servers:
+        if row[2] == "h1_chat":
+            row[3] = 0
+    kind, result, dummy = run_module(M.main, args(haproxy, tmp_path, state="ready", wait_up=1.5))
+    assert kind == "fail"
+    assert "did not take h1_chat back within 1.5 s" in result["msg"]
+    kind, result, dummy = run_module(M.main, args(haproxy, tmp_path, state="ready"))
+    assert kind == "exit" and "waited_up" not in result
