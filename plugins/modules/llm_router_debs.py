@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: llm_router_debs
 short_description: Which of the router's .deb files to install
-version_added: "0.3.0"
+version_added: "0.2.0"
 description:
   - Reads each .deb file's package and version (C(dpkg-deb --field)) and the installed version of each of
     O(packages) (C(dpkg-query)), and returns every .deb file to install when any of O(packages) is not installed at

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: llm_router_health
 short_description: The health gate of the LLM router (HAProxy), run on its host
-version_added: "0.3.0"
+version_added: "0.2.0"
 description:
   - Polls the router until all of these pass, or until O(timeout) seconds have passed (the vLLM servers behind it may
     still be starting) - C(GET /v1/models) with a client key lists every model of O(models) (the union of O(probes) answers); one completion of

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: llm_router_member
 short_description: Put servers of the LLM router (HAProxy) into ready, drain or maint in every backend
-version_added: "0.3.0"
+version_added: "0.2.0"
 description:
   - Runs on a router host (role C(gpufleet.llm_stack.llm_router); use C(delegate_to) from a serving host) and talks
     to HAProxy's runtime API on its admin socket (AF_UNIX, one command per connection, each with a timeout).
@@ -65,7 +65,6 @@ options:
         that the next host's drain never leaves a model without a server.
     type: float
     default: 0
-    version_added: "0.9.0"
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.changes
 notes:

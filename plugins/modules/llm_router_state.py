@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: llm_router_state
 short_description: Work out the LLM router's HAProxy config from the serving hosts' facts
-version_added: "0.3.0"
+version_added: "0.2.0"
 description:
   - The check and plan of role C(gpufleet.llm_stack.llm_router) before any change, as an action plugin that runs in
     the controller's worker. It reads and changes nothing on any host.

@@ -56,7 +56,7 @@ options:
       - The file where the role records the fingerprint of what the service runs; its content is returned as
         RV(service.fingerprint) (null when it is absent or unreadable).
     type: path
-    version_added: "0.9.0"
+    version_added: "0.2.0"
   timeout:
     description: Seconds each command (C(systemctl show), C(supervisorctl status)) may take.
     type: int
