@@ -377,6 +377,8 @@ SERVICE_VARS = ("model", "served_model_name", "service_name", "model_dir", "port
                 "pipeline_parallel_size", "extra_args", "env", "benchmark") + tuple("benchmark_" + k for k in BENCH_KEYS)
 WILDCARDS = ("0.0.0.0", "::", "[::]", "")
 MANIFEST_VERSION = 1
+# The files of a service the manifest records, to remove them with it.
+MANIFEST_FILES = ("unit", "env_file", "wrapper", "fingerprint", "supervisor_program")
 
 
 def role_vars(service, single):
@@ -489,8 +491,7 @@ def manifest(plans, contracts):
             "mode": plan_.get("mode"), "url": _dict(plan_.get("health")).get("url") or plan_.get("base_url"),
             "server": _dict(servers.get(unit)).get("server"),
             "router": _dict(servers.get(unit)).get("router", True) is not False,
-            "files": dict((key, files[key]) for key in ("unit", "env_file", "wrapper", "fingerprint",
-                                                       "supervisor_program") if files.get(key)),
+            "files": dict((key, files[key]) for key in MANIFEST_FILES if files.get(key)),
             "supervisorctl": plan_.get("supervisorctl") or [],
         }
     return {"version": MANIFEST_VERSION, "units": units}

@@ -54,7 +54,7 @@ options:
   fingerprint_file:
     description:
       - The file where the role records the fingerprint of what the service runs; its content is returned as
-        RV(service.fingerprint) (null when it is absent or unreadable).
+        C(fingerprint) in RV(service) (null when it is absent or unreadable).
     type: path
     version_added: "0.2.0"
   timeout:

@@ -10,10 +10,7 @@ __metaclass__ = type
 
 import os
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # Python 2
-    from collections import Mapping
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 import yaml
 
@@ -54,7 +51,7 @@ def role_settings(**changes):
         names = yaml.safe_load(handle)["llm_router_settings"]
     settings = {}
     for key, template in names.items():
-        name = str(template).strip("{} ").split(" ")[0]
+        name = str(template).strip("{} ").split(" ", maxsplit=1)[0]
         settings[key] = defaults.get(name, template)
     settings.update(changes)
     return settings

@@ -466,8 +466,8 @@ def test_a_data_parallel_service_asks_vllm_for_its_replicas():
 
 
 def test_a_cpu_only_test_host_lists_services_without_gpus_and_others_must_list_them():
-    item = [{"name": "a", "model": "Qwen/Qwen3-8B", "port": 8000}, {"name": "b", "model": "Qwen/Qwen3-8B",
-                                                                      "port": 8001}]
+    item = [{"name": "a", "model": "Qwen/Qwen3-8B", "port": 8000},
+            {"name": "b", "model": "Qwen/Qwen3-8B", "port": 8001}]
     test_host = S.services(item, dict(SINGLE, cpu_only_test_host=True))
     assert test_host["errors"] == []
     assert [s["gpus"] for s in test_host["services"]] == [None, None]
