@@ -22,6 +22,8 @@
 #                           of qwen_model_fetch (vllm, make site)
 #   awx-model               .cache/awx-model: testbed.sh, the AWX test's copy
 #   testfleet-model         .cache/testfleet-model: testbed.sh, make site's copy
+#   router                  .cache/router: tests/router/build, Debian's HAProxy
+#                           .debs (serving_fleet)
 #   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver and
 #                           gunicorn for the cache host (fleet_cache, make site)
 #   awx-fleet-cache-wheels  .cache/awx-fleet-cache-wheels: the same for the
