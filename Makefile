@@ -57,7 +57,7 @@ help:
 # checks, so that neither slot idles while the other ends its part. Each
 # step's log is printed whole when it ends (build/ci/logs/).
 test: venv engine images collection changelog-lint
-	@$(CI)/pool.sh fixtures core-latest molecule/default molecule/vllm sanity molecule unit lint awx build
+	@$(CI)/pool.sh fixtures core-latest molecule/default molecule/serving_fleet molecule/vllm sanity molecule unit lint awx build
 	@$(CI)/summary.sh
 
 setup: venv engine images collection

@@ -5,7 +5,9 @@
 
 Runs on the controller: reads the documented facts of each host from
 hostvars (module_utils/fleet_report.py says which), builds the report and
-writes its JSON and Markdown forms under O(dest).
+writes its JSON and Markdown forms under O(dest). The routers (group
+llm_router) are not hosts of the report play: their llm_router_result is
+read from their hostvars too.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,9 +28,10 @@ OPTIONS = dict(
     dest=dict(type="path"),
     cache_host=dict(type="str", default=""),
     records=dict(type="dict"),
+    routers=dict(type="dict"),
 )
 
-RECORD_FACTS = ("llm_stack_phases_done",) + tuple(fleet_report.RESULT_FACTS.values())
+RECORD_FACTS = ("llm_stack_phases_done",) + tuple(fleet_report.RESULT_FACTS.values()) + (fleet_report.SERVICES_FACT,)
 
 
 def read_record(hostvars, name):
@@ -46,6 +49,18 @@ def read_record(hostvars, name):
             record[key] = value
     record["phases_done"] = record.pop("llm_stack_phases_done", [])
     return record
+
+
+def read_routers(hostvars, groups):
+    """{router: its llm_router_result, or None} of every host of group llm_router (none without the group)."""
+    routers = {}
+    for name in groups.get("llm_router") or []:
+        try:
+            host = hostvars[name]
+        except KeyError:
+            host = {}
+        routers[name] = host.get(fleet_report.ROUTER_FACT)
+    return routers
 
 
 def default_cache_host(groups):
@@ -96,8 +111,12 @@ class ActionModule(ActionBase):
             records = dict((name, read_record(hostvars, name)) for name in params["hosts"])
         else:
             records = dict((name, records.get(name) or {}) for name in params["hosts"])
-        cache_host = params["cache_host"] or default_cache_host((task_vars or {}).get("groups") or {})
-        report = fleet_report.build_report(records, params["phases"], cache_host)
+        groups = (task_vars or {}).get("groups") or {}
+        routers = params["routers"]
+        if routers is None:
+            routers = read_routers((task_vars or {}).get("hostvars", {}), groups)
+        cache_host = params["cache_host"] or default_cache_host(groups)
+        report = fleet_report.build_report(records, params["phases"], cache_host, routers)
         text = fleet_report.to_json(report)
         markdown = fleet_report.to_markdown(report)
         written = []

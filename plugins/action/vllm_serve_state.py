@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_services
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known
@@ -38,6 +39,13 @@ OPTIONS = dict(
     collect=dict(type="bool", default=False),
     env_file=dict(type="bool", default=False),
     supervisor_index_url=dict(type="str", no_log=True),
+    services=dict(type="raw"),
+    list_services=dict(type="bool", default=False),
+    router_address=dict(type="str", default=""),
+    manifest=dict(type="dict"),
+    service_label=dict(type="str", default=""),
+    gates=dict(type="list", elements="dict"),
+    listed=dict(type="dict"),
 )
 
 
@@ -47,6 +55,14 @@ class ActionModule(RoleAction):
 
     def decide(self, result, args, task_vars):
         facts = dict(task_vars.get("ansible_facts") or {})
+        if args["list_services"]:
+            return self.host_services(result, args, facts, task_vars)
+        if args["manifest"] is not None:
+            return self.manifest(result, args["manifest"])
+        if args["gates"] is not None:
+            # The host's gate as the role registers it (vllm_serve_gate): the keys of a stack_compat result.
+            result.update(_serve_services.host_gate(args["listed"] or {}, args["gates"]), changed=False)
+            return result
         info = args["info"]
         if args["env_file"] and args["api_key"] is None:
             return self.stop(result, "env_file: the environment file needs api_key (vllm_serve_api_key)")
@@ -82,4 +98,31 @@ class ActionModule(RoleAction):
         result["errors"] = errors
         # How the gate (stack_compat) stops the host: named outside preflight, which only collects.
         result["fail_as"] = vllm_serve.gate_fail_as(task_vars.get("inventory_hostname", ""), args["collect"])
+        if result["fail_as"] and args["service_label"]:
+            result["fail_as"] += ", service %s" % args["service_label"]
+        return result
+
+    def host_services(self, result, args, facts, task_vars):
+        """The host's services (vllm_serve_services, else the single service): each one's variables and contract,
+        and the problems of the list on the host's GPUs once they are read (read_gpus says they are not yet)."""
+        listed = args["services"]
+        read_gpus = not gpus_known(facts) and isinstance(listed, (list, tuple)) and any(
+            isinstance(item, dict) and item.get("gpus") for item in listed)
+        found = _serve_services.host_services(
+            listed, args["inputs"], facts, task_vars.get("inventory_hostname", ""), address=args["router_address"],
+            ansible_host=task_vars.get("ansible_host"), check_gpus=not read_gpus)
+        result.update(found, changed=False, read_gpus=read_gpus)
+        return result
+
+    def manifest(self, result, manifest):
+        """The manifest of the services just served (plans, contracts) and the recorded ones to remove (recorded)."""
+        unknown = sorted(set(manifest) - set(["plans", "contracts", "recorded"]))
+        if unknown:
+            return self.stop(result, "manifest: unknown key(s) %s; give plans, contracts and recorded"
+                             % ", ".join(unknown))
+        plans = manifest.get("plans") or []
+        text = _serve_services.manifest(plans, manifest.get("contracts"))
+        recorded = _serve_services.read_manifest(manifest.get("recorded"))
+        result.update(changed=False, manifest=text,
+                      removals=_serve_services.removal_records(sorted(text["units"]), recorded))
         return result

@@ -226,7 +226,8 @@ def reading_options(plan_, inputs):
         raise VllmServeError("reading_options needs a plan")
     mode = _dict(inputs).get("mode")
     return {"model_dir": plan_["model_dir"], "venv": plan_["venv"], "service": plan_["service"],
-            "mode": mode if mode in MODES else "auto", "supervisorctl": plan_["supervisorctl"]}
+            "mode": mode if mode in MODES else "auto", "supervisorctl": plan_["supervisorctl"],
+            "fingerprint_file": plan_["files"]["fingerprint"]}
 
 
 SERVE_KEYS = ("model", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
@@ -488,6 +489,9 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         # vllm_serve_env as the gate's part serve reads it: the mapping as set, else {} (the plan's errors say why).
         "serve_env": dict(env_in) if isinstance(env_in, dict) else {},
         "fingerprint": fingerprint(identity),
+        # A running service whose recorded fingerprint differs restarts in this run (a router drains it first).
+        "restart_expected": bool(_dict(info.get("service")).get("up"))
+        and _text(_dict(info.get("service")).get("fingerprint")) != fingerprint(identity),
         "cpu_only_test_host": test_host,
     }
     return result

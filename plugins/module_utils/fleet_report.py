@@ -12,8 +12,15 @@ hostvars by the action plugin gpufleet.llm_stack.fleet_report):
   ``qwen_model_fetch_result``, ``vllm_serve_result``); a fact that is absent
   means the role did not run on the host in this run (skipped by tags, or the
   host stopped before it);
+- ``vllm_serve_results``: vllm_serve's list of the host's services (one dict
+  each; ``vllm_serve_result`` is the first); a host without it is read from
+  ``vllm_serve_result`` alone, as one service;
 - ``llm_stack_phases_done``: the phases (plays of playbooks/site.yml) the
   host came through without failing.
+
+and, of each router (group ``llm_router``, not a host of the report play),
+its ``llm_router_result``: endpoint, healthy, and models (served model name:
+the HAProxy server names the router lists for it).
 
 The JSON form is stable: sorted keys, no time stamps, lists sorted, so two
 runs' reports can be diffed (:func:`diff_reports`). Timings are kept apart
@@ -40,8 +47,17 @@ RESULT_FACTS = {
     "model": "qwen_model_fetch_result",
     "serve": "vllm_serve_result",
 }
+# vllm_serve's list of the host's services (vllm_serve_result is its first).
+SERVICES_FACT = "vllm_serve_results"
+# The routers' result fact (role llm_router, hosts of group llm_router).
+ROUTER_FACT = "llm_router_result"
 STATES = ("served", "installed", "failed_preflight", "unreachable", "failed")
 NOT_RUN = "not run"
+# A service's router membership, per router: the router lists its server under its served model name, does not,
+# or did not run in this run (no llm_router_result); a service without a router server is kept out of the routers.
+LISTED = "listed"
+NOT_LISTED = "not in router"
+OUT_OF_ROUTERS = "out of the routers"
 # flash_attn_build_result.source values that reused a wheel built before.
 CACHE_SOURCES = ("index", "controller_cache")
 
@@ -53,6 +69,30 @@ def _int(value):
         return 0
 
 
+def host_services(record):
+    """The host's services as vllm_serve recorded them: vllm_serve_results (the dicts of the list), else
+    vllm_serve_result as the one service (a role of before several services), else []."""
+    listed = record.get(SERVICES_FACT)
+    results = [one for one in listed if isinstance(one, dict)] if isinstance(listed, list) else []
+    if results:
+        return results
+    serve = record.get("vllm_serve_result")
+    return [serve] if isinstance(serve, dict) else []
+
+
+def gate(serve):
+    """A service's health gate in this run: healthy, unhealthy, or not run (no reading)."""
+    healthy = serve.get("healthy")
+    if healthy is True:
+        return "healthy"
+    return NOT_RUN if healthy is None else "unhealthy"
+
+
+def all_healthy(services):
+    """True when the host has services and every one passed its health gate in this run."""
+    return bool(services) and all(_dict(one).get("healthy") is True for one in services)
+
+
 def host_state(record, phases):
     """(state, stopped_after) of one host.
 
@@ -60,8 +100,8 @@ def host_state(record, phases):
     - failed_preflight: preflight judged the host and refused it;
     - unreachable: nothing came back from the host (no preflight verdict, no phase done);
     - failed: the host stopped in a later phase (stopped_after: the last phase it finished);
-    - served: every phase done and the service passed its health gate in this run;
-    - installed: every phase done, no healthy service (serving not run or not asked for).
+    - served: every phase done and every service of the host (host_services) passed its health gate in this run;
+    - installed: every phase done, not every service healthy, or none (serving not run or not asked for).
     """
     done = [p for p in (record.get("phases_done") or []) if p in phases]
     contract = record.get("llm_stack_host")
@@ -74,7 +114,7 @@ def host_state(record, phases):
     if missing:
         last = [p for p in phases if p in done]
         return "failed", (last[-1] if last else None)
-    if _dict(record.get("vllm_serve_result")).get("healthy") is True:
+    if all_healthy(host_services(record)):
         return "served", None
     return "installed", None
 
@@ -144,18 +184,25 @@ def host_entry(name, record, phases):
     fa = record.get("flash_attn_build_result")
     vllm = record.get("vllm_source_result")
     model = record.get("qwen_model_fetch_result")
-    serve = record.get("vllm_serve_result")
+    services = host_services(record)
     arch_list = _text(_dict(fa).get("arch_list")) or _text(contract.get("arch_list"))
-    if isinstance(serve, dict):
+    if services:
+        # The host's first service (vllm_serve_result); health and gpu_others over all of them.
+        serve = record.get("vllm_serve_result") if isinstance(record.get("vllm_serve_result"), dict) else services[0]
+        others = []
+        for one in services:
+            others += [line for line in gpu_others(one.get("gpu_others")) if line not in others]
         serving = {
             "endpoint": public_endpoint(serve, name),
             "served_model_name": _text(serve.get("served_model_name")),
-            "health": "healthy" if serve.get("healthy") is True else "unhealthy",
+            "health": "healthy" if all_healthy(services) else "unhealthy",
             "benchmark": serve.get("benchmark") if isinstance(serve.get("benchmark"), dict) else None,
-            "gpu_others": gpu_others(serve.get("gpu_others")),
+            "gpu_others": others,
+            "services": [_text(one.get("service")) for one in services],
         }
     else:
-        serving = {"endpoint": "", "served_model_name": "", "health": NOT_RUN, "benchmark": None, "gpu_others": []}
+        serving = {"endpoint": "", "served_model_name": "", "health": NOT_RUN, "benchmark": None, "gpu_others": [],
+                   "services": []}
     return {
         "host": name,
         "state": state,
@@ -194,13 +241,96 @@ def host_entry(name, record, phases):
     }
 
 
-def build_report(records, phases=PHASES, cache_host=""):
+def _number(value):
+    """A whole number (a port, a GPU index, a size); None where there is none."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gpu_list(value):
+    """The service's GPU indexes as numbers; None where it pins none (the plan chooses them)."""
+    if not isinstance(value, (list, tuple)):
+        return None
+    return [_number(gpu) if _number(gpu) is not None else _text(gpu) for gpu in value]
+
+
+def router_entry(name, result):
+    """The report's entry of one router: host, endpoint, healthy (None: llm_router did not run on it in this run),
+    models: {served_model_name: [server names], sorted}."""
+    if not isinstance(result, dict):
+        return {"host": name, "endpoint": "", "healthy": None, "models": {}}
+    models = {}
+    for model, servers in _dict(result.get("models")).items():
+        models[_text(model)] = sorted(set(_text(server) for server in (servers if isinstance(servers, list) else [])
+                                          if _text(server)))
+    return {"host": name, "endpoint": _text(result.get("endpoint")), "healthy": result.get("healthy") is True,
+            "models": models}
+
+
+def membership(server, served_model_name, names, routers):
+    """{router: listed | not in router | not run} of a service's router server over the routers names.
+
+    routers: {name: router_entry}; a router without an entry, or whose llm_router did not run, is ``not run``.
+    """
+    found = {}
+    for router in sorted(set(names)):
+        entry = routers.get(router)
+        if not entry or entry["healthy"] is None:
+            found[router] = NOT_RUN
+        elif server in entry["models"].get(served_model_name, []):
+            found[router] = LISTED
+        else:
+            found[router] = NOT_LISTED
+    return found
+
+
+def service_entry(host, serve, routers):
+    """The report's entry of one service of host (one dict of vllm_serve_results): where it runs, what it serves,
+    its gate in this run, its benchmark and its router membership.
+
+    routers: {name: router_entry} of the routers the run knows (group llm_router); the service is looked up in
+    those and in the routers it was put into (its ``routers``). router_server None: kept out of the routers
+    (routers {}).
+    """
+    server = _text(serve.get("router_server")) or None
+    served = _text(serve.get("served_model_name"))
+    tp = serve.get("tensor_parallel_size")
+    names = list(routers) + [_text(r) for r in (serve.get("routers") or []) if _text(r)] \
+        if isinstance(serve.get("routers"), list) else list(routers)
+    return {
+        "host": host,
+        "service": _text(serve.get("service")),
+        "name": _text(serve.get("name")),
+        "gpus": _gpu_list(serve.get("gpus")),
+        "model": _text(serve.get("model")),
+        "served_model_name": served,
+        "port": _number(serve.get("port")),
+        "endpoint": public_endpoint(serve, host),
+        "tensor_parallel_size": _number(tp) if _number(tp) is not None else (_text(tp) or None),
+        "gate": gate(serve),
+        "benchmark": serve.get("benchmark") if isinstance(serve.get("benchmark"), dict) else None,
+        "router_server": server,
+        "routers": membership(server, served, names, routers) if server else {},
+    }
+
+
+def build_report(records, phases=PHASES, cache_host="", routers=None):
     """The whole report: {format, phases, cache_host, hosts: {name: entry}, summary}.
 
-    records: {host name: record} for every host the run targeted (see host_state for a record).
+    records: {host name: record} for every host the run targeted (see host_state for a record);
+    routers: {router name: its llm_router_result, or None where the role did not run on it}.
+    The summary's ``services`` (every service of every host, in the hosts' order and each host's order) and
+    ``routers`` (sorted by name) are the per-service and per-router parts of the report.
     """
     phases = [p for p in PHASES if p in (phases or PHASES)]
     hosts = dict((name, host_entry(name, _dict(records[name]), phases)) for name in sorted(records))
+    router_entries = dict((name, router_entry(_text(name), result)) for name, result in _dict(routers).items())
+    services = [service_entry(name, one, router_entries)
+                for name in sorted(records) for one in host_services(_dict(records[name]))]
     states = dict((s, sorted(n for n, e in hosts.items() if e["state"] == s)) for s in STATES)
     fa_keys = set(e["flash_attn"]["build_key"] for e in hosts.values() if e["flash_attn"]["build_key"])
     # A build host's keys for the others are the fleet's keys too (one of them may have stopped since).
@@ -218,8 +348,11 @@ def build_report(records, phases=PHASES, cache_host=""):
         "cache_hits": sum(1 for e in hosts.values() if e["flash_attn"]["source"] in CACHE_SOURCES),
         "files_downloaded": sum(e["model"]["files_downloaded"] for e in hosts.values()),
         "bytes_downloaded": sum(e["model"]["bytes_downloaded"] for e in hosts.values()),
-        "endpoints": sorted(e["serving"]["endpoint"] for e in hosts.values()
-                            if e["state"] == "served" and e["serving"]["endpoint"]),
+        # Every service of the served hosts (all of them passed their gates).
+        "endpoints": sorted(one["endpoint"] for one in services
+                            if hosts[one["host"]]["state"] == "served" and one["endpoint"]),
+        "services": services,
+        "routers": [router_entries[name] for name in sorted(router_entries)],
     }
     return {"format": FORMAT, "phases": phases, "cache_host": _text(cache_host), "hosts": hosts, "summary": summary}
 
@@ -261,8 +394,34 @@ def _per_key(counts):
     return " (more than once: %s)" % ", ".join(again) if again else ""
 
 
+def _gpus_cell(gpus):
+    if gpus is None:
+        return "not pinned"
+    return ",".join(str(gpu) for gpu in gpus) or "-"
+
+
+def _membership_cell(service):
+    """Where the service's server is: the routers that list it, those that do not, those that did not run."""
+    if not service["router_server"]:
+        return OUT_OF_ROUTERS
+    if not service["routers"]:
+        return "%s, no router" % service["router_server"]
+    parts = [router if state == LISTED else "%s (%s)" % (router, state)
+             for router, state in sorted(service["routers"].items())]
+    return "%s in %s" % (service["router_server"], ", ".join(parts))
+
+
+def _router_gate(router):
+    return NOT_RUN if router["healthy"] is None else ("healthy" if router["healthy"] else "unhealthy")
+
+
+def _models_cell(models):
+    return "; ".join("%s: %s" % (model, ", ".join(servers) or "no server")
+                     for model, servers in sorted(models.items())) or "-"
+
+
 def to_markdown(report):
-    """The report for people: the summary, then one table row per host."""
+    """The report for people: the summary, one table row per host, per service and per router."""
     s = report["summary"]
     lines = [
         "# Fleet report",
@@ -282,6 +441,8 @@ def to_markdown(report):
             s["compiles"], _per_key(s["compiles_by_key"]), s["cache_hits"]),
         "- model files downloaded in this run: %d (%s)" % (s["files_downloaded"], _size(s["bytes_downloaded"])),
         "- endpoints serving: %s" % (", ".join(s["endpoints"]) or "none"),
+        "- services: %d, healthy in this run: %d" % (
+            len(s["services"]), sum(1 for one in s["services"] if one["gate"] == "healthy")),
     ]
     for state in ("failed_preflight", "unreachable", "failed"):
         if s["hosts_by_state"][state]:
@@ -305,6 +466,23 @@ def to_markdown(report):
                e["stack"]["transformers"], e["arch_list"], e["toolkit"], revision, e["serving"]["health"],
                e["serving"]["endpoint"], _bench(e["serving"]["benchmark"])]
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    if s["services"]:
+        lines += [
+            "",
+            "## Services",
+            "",
+            "| host | service | GPUs | model | served name | port | endpoint | gate | benchmark | routers |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for one in s["services"]:
+            row = [one["host"], one["service"], _gpus_cell(one["gpus"]), one["model"], one["served_model_name"],
+                   one["port"], one["endpoint"], one["gate"], _bench(one["benchmark"]), _membership_cell(one)]
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    if s["routers"]:
+        lines += ["", "## Routers", "", "| router | endpoint | gate | models (servers) |", "| --- | --- | --- | --- |"]
+        for router in s["routers"]:
+            row = [router["host"], router["endpoint"], _router_gate(router), _models_cell(router["models"])]
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     held = [(name, line) for name in sorted(report["hosts"])
             for line in report["hosts"][name]["serving"].get("gpu_others") or []]
     if held:

@@ -16,8 +16,15 @@ description:
   - Runs on the controller (action plugin). For each host of O(hosts) it reads what the run left in hostvars
     (preflight's C(ansible_facts['llm_stack_host']), the roles' result facts C(cuda_toolkit_result),
     C(torch_result), C(flash_attn_build_result), C(vllm_source_result), C(qwen_model_fetch_result),
-    C(vllm_serve_result), and C(llm_stack_phases_done), the phases the host came through) and works out
-    its state, C(served), C(installed), C(failed_preflight), C(unreachable) or C(failed), and what is installed.
+    C(vllm_serve_result), C(vllm_serve_results) (every service of the host; C(vllm_serve_result) is the first),
+    and C(llm_stack_phases_done), the phases the host came through) and works out its state, C(served),
+    C(installed), C(failed_preflight), C(unreachable) or C(failed), and what is installed.
+  - A host is C(served) only when every one of its services passed its health gate in this run. A host without
+    C(vllm_serve_results) is read from C(vllm_serve_result) alone, as one service.
+  - The routers (group C(llm_router)) are not hosts of the report's play; the action reads their
+    C(llm_router_result) (C(endpoint), C(healthy), C(models), the server names each lists per served model) from
+    their hostvars, and says for each service which routers list its server (C(listed)), which do not
+    (C(not in router)) and which did not run (C(not run)); a service kept out of the routers says so.
   - A role whose result fact is absent did not run on that host in this run (skipped by tags, or the host
     stopped before it); the report says C(not run).
   - The fleet summary counts hosts per state, lists the build keys, the compiles of this run and the wheels
@@ -56,10 +63,16 @@ options:
       - Per host, the facts named above, with C(phases_done) for C(llm_stack_phases_done). For tests and for
         callers that collected them elsewhere; without it they are read from hostvars.
     type: dict
+  routers:
+    description:
+      - Per router, its C(llm_router_result) (null where the role did not run on it). For tests and for callers
+        that collected them elsewhere; without it the action reads them from the hostvars of the hosts of group
+        C(llm_router) (no routers without the group).
+    type: dict
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
-  - The module form (without the action plugin) needs O(records).
+  - The module form (without the action plugin) needs O(records); it reads no routers without O(routers).
 """
 
 EXAMPLES = r"""
@@ -79,15 +92,25 @@ EXAMPLES = r"""
 RETURN = r"""
 report:
   description: The whole report, C(format), C(phases), C(cache_host), C(hosts) (per host C(state),
-    C(stopped_after), C(stack), C(arch_list), C(toolkit), C(flash_attn), C(vllm), C(model), C(serving)) and
-    C(summary).
+    C(stopped_after), C(stack), C(arch_list), C(toolkit), C(flash_attn), C(vllm), C(model), C(serving) (the
+    host's first service; its C(health) is over all of them, C(services) their unit names)) and C(summary).
   returned: always
   type: dict
 summary:
-  description: The fleet summary, C(hosts), C(states) (count per state), C(hosts_by_state), C(build_keys),
-    C(compiles) (flash-attn compiles in this run, a build host's builds for the other hosts included),
-    C(compiles_by_key) (the compiles of each build key, one per key where every host found its key built),
-    C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints).
+  description:
+    - The fleet summary, C(hosts), C(states) (count per state), C(hosts_by_state), C(build_keys),
+      C(compiles) (flash-attn compiles in this run, a build host's builds for the other hosts included),
+      C(compiles_by_key) (the compiles of each build key, one per key where every host found its key built),
+      C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints) (every service of the served hosts),
+      C(services) and C(routers).
+    - C(services) lists every service of every host (hosts sorted, each host's services in its order), each with
+      C(host), C(service) (unit), C(name), C(gpus) (null where the service pins none), C(model),
+      C(served_model_name), C(port), C(endpoint) (as clients reach it), C(tensor_parallel_size), C(gate)
+      (C(healthy), C(unhealthy) or C(not run)), C(benchmark) (or null), C(router_server) (null when the service
+      is kept out of the routers) and C(routers) (per router C(listed), C(not in router) or C(not run); empty
+      when out of the routers).
+    - C(routers) lists the routers, sorted, each with C(host), C(endpoint), C(healthy) (null where llm_router did
+      not run on it in this run) and C(models) (per served model name the server names it lists).
   returned: always
   type: dict
   sample:
@@ -97,6 +120,12 @@ summary:
     compiles_by_key: {flash-attn-2.8.3-torch2.10.0_cu128-cp312-cxx11abiTRUE-sm80-3f2a9c1d7e00: 1,
                       flash-attn-2.8.3-torch2.10.0_cu128-cp312-cxx11abiTRUE-sm90-9b1e0c2d4f11: 1}
     cache_hits: 1
+    services:
+      - {host: gpu-1, service: vllm-qwen, name: qwen, gpus: [0, 1], model: /srv/models/Qwen3-8B,
+         served_model_name: qwen, port: 8000, endpoint: "http://gpu-1:8000", tensor_parallel_size: 2,
+         gate: healthy, benchmark: null, router_server: gpu-1_qwen, routers: {router-1: listed}}
+    routers:
+      - {host: router-1, endpoint: "http://router-1:8080", healthy: true, models: {qwen: [gpu-1_qwen]}}
 markdown:
   description: The Markdown form of the report.
   returned: always
@@ -131,6 +160,7 @@ def main():
             dest=dict(type="path"),
             cache_host=dict(type="str", default=""),
             records=dict(type="dict"),
+            routers=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -138,7 +168,7 @@ def main():
     if params["records"] is None:
         module.fail_json(msg="records is required when fleet_report runs as a module (the action plugin reads hostvars)")
     records = dict((name, params["records"].get(name) or {}) for name in params["hosts"])
-    report = fleet_report.build_report(records, params["phases"], params["cache_host"])
+    report = fleet_report.build_report(records, params["phases"], params["cache_host"], params["routers"])
     text = fleet_report.to_json(report)
     markdown = fleet_report.to_markdown(report)
     written = []

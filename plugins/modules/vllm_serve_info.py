@@ -51,6 +51,12 @@ options:
     type: list
     elements: str
     default: []
+  fingerprint_file:
+    description:
+      - The file where the role records the fingerprint of what the service runs; its content is returned as
+        C(fingerprint) in RV(service) (null when it is absent or unreadable).
+    type: path
+    version_added: "0.2.0"
   timeout:
     description: Seconds each command (C(systemctl show), C(supervisorctl status)) may take.
     type: int
@@ -112,6 +118,7 @@ service:
   description:
     - C(up), C(gave_up) (systemd C(failed), supervisord C(FATAL)), C(state), C(pid), C(restarts), and in
       supervisord mode C(supervisord) (whether supervisord runs).
+    - C(fingerprint), the recorded fingerprint of what it runs (O(fingerprint_file)), null without one.
   returned: always
   type: dict
 """
@@ -281,6 +288,17 @@ def read_service(mode, service, supervisorctl, timeout):
     return state
 
 
+def read_fingerprint(path):
+    """The recorded fingerprint (a sha256 in hex), or None."""
+    if not path:
+        return None
+    try:
+        text = _read(path, 256).decode("ascii", "replace").strip()
+    except (IOError, OSError):
+        return None
+    return text if len(text) == 64 and all(c in "0123456789abcdef" for c in text) else None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -289,6 +307,7 @@ def main():
             service=dict(type="str", required=True),
             mode=dict(type="str", choices=["auto", "systemd", "supervisord"], default="auto"),
             supervisorctl=dict(type="list", elements="str", default=[]),
+            fingerprint_file=dict(type="path"),
             timeout=dict(type="int", default=30),
             options_timeout=dict(type="int", default=180),
         ),
@@ -297,9 +316,11 @@ def main():
     p = module.params
     pid1 = read_pid1()
     mode = p["mode"] if p["mode"] != "auto" else V.pid1_mode({"pid1": pid1})
+    service = read_service(mode, p["service"], p["supervisorctl"], max(1, p["timeout"]))
+    service["fingerprint"] = read_fingerprint(p["fingerprint_file"])
     module.exit_json(changed=False, pid1=pid1, mode=mode, model=read_model(p["model_dir"]),
                      vllm=read_options(p["venv"], read_vllm(p["venv"]), p["options_timeout"], module.check_mode),
-                     service=read_service(mode, p["service"], p["supervisorctl"], max(1, p["timeout"])))
+                     service=service)
 
 
 if __name__ == "__main__":

@@ -241,10 +241,17 @@ def check_workflow(workflow, templates, groups):
         problems.append("%s: %d site jobs run in parallel, but the site template does not allow simultaneous jobs"
                         % (label, len(site)))
     covered = [host for node in site for host in groups.get(node.get("limit"), [])]
-    fleet = sorted(set(host for name, hosts in groups.items() if name not in ("all", "llm_cache") for host in hosts))
+    # The cache host has a job of its own first; the routers are configured by a job over the whole inventory last.
+    fleet = sorted(set(host for name, hosts in groups.items() if name not in ("all", "llm_cache", "llm_router")
+                       for host in hosts) - set(groups.get("llm_router", [])))
     if sorted(covered) != fleet:
         problems.append("%s: the site jobs' limits cover %s, the fleet is %s (each host in one limit)" % (
             label, sorted(covered), fleet))
+    if groups.get("llm_router"):
+        serve = [node for node in nodes if node["unified_job_template"]["name"] == "llm_stack serve"]
+        if [node.get("limit") for node in serve] != [None] or not serve[0].get("all_parents_must_converge"):
+            problems.append("%s: the inventory has routers (llm_router): one llm_stack serve node without a limit, after"
+                            " every site job (all_parents_must_converge), must configure them" % label)
     return problems
 
 

@@ -49,7 +49,7 @@ CONDITIONALS_ALLOWED = {
 
 # (file, task name, value): why the value still chooses with an inline if/else.
 SECRET_KEPT_UNTEMPLATED = "omit is the only way to leave a secret untemplated: preflight (collect) needs no vault password"
-SERVE_TASK = ("roles/vllm_serve/tasks/validate.yml", "Work out the service, its flags and its tensor parallel size")
+SERVE_TASK = ("roles/vllm_serve/tasks/validate_service.yml", "Work out the service, its flags and its tensor parallel size")
 INLINE_ALLOWED = {
     SERVE_TASK + ("block/gpufleet.llm_stack.vllm_serve_state/api_key",): SECRET_KEPT_UNTEMPLATED,
     SERVE_TASK + ("block/gpufleet.llm_stack.vllm_serve_state/hf_token",): SECRET_KEPT_UNTEMPLATED,

@@ -105,7 +105,8 @@ def test_before_the_reading_the_names_paths_and_what_to_read(check_mode):
     assert result["reading"] == {
         "model_dir": "/opt/llm-stack/models/Qwen/Qwen3.5-9B/current", "venv": "/opt/llm-stack/venv",
         "service": "vllm-qwen-qwen3-5-9b", "mode": "auto",
-        "supervisorctl": ["/opt/llm-stack/supervisor/bin/supervisorctl", "-c", "/etc/llm-stack/vllm/supervisord.conf"]}
+        "supervisorctl": ["/opt/llm-stack/supervisor/bin/supervisorctl", "-c", "/etc/llm-stack/vllm/supervisord.conf"],
+        "fingerprint_file": "/etc/llm-stack/vllm/vllm-qwen-qwen3-5-9b.fingerprint"}
     assert result["plan"]["model_dir"] == result["reading"]["model_dir"]
     assert "errors" not in result and "env_file" not in result
 

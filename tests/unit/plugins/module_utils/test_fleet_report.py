@@ -10,6 +10,9 @@ __metaclass__ = type
 import copy
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import fleet_report as fr
 
 ALL = list(fr.PHASES)
@@ -196,3 +199,185 @@ def test_a_build_hosts_compiles_for_the_others_count_per_key():
     entry = fr.build_report(records, ALL)["hosts"]["build-1"]
     assert entry["flash_attn"]["fleet_builds"] == [{"build_key": "k90", "compiled": False}]
     assert fr.build_report({"gpu-1": served_record()}, ALL)["summary"]["compiles_by_key"] == {}
+
+
+# --- several services per host, and the routers -------------------------------------------
+
+def service(name, port, gpus, served, healthy=True, server=True, routers=("router-1", "router-2"), bench=None):
+    """One dict of vllm_serve_results as roles/vllm_serve/tasks/service.yml records it."""
+    return {"service": "vllm-%s" % name, "name": name, "mode": "systemd", "endpoint": "http://127.0.0.1:%d" % port,
+            "bind": "0.0.0.0", "port": port, "gpus": gpus, "model": "/srv/models/%s" % served,
+            "served_model_name": served, "tensor_parallel_size": len(gpus or [1]),
+            "router_server": ("gpu-1_%s" % name) if server else None, "routers": list(routers) if server else [],
+            "healthy": healthy, "gpu_others": [], "benchmark": bench}
+
+
+def services_record(*services):
+    record = served_record()
+    record["vllm_serve_results"] = list(services)
+    record["vllm_serve_result"] = services[0] if services else record["vllm_serve_result"]
+    return record
+
+
+def two_services():
+    return services_record(
+        service("qwen", 8000, [0, 1], "qwen", bench={"request_throughput": 2.0, "tpot_mean_ms": 15.0, "misses": ["x"]}),
+        service("embed", 8001, [2], "embed"),
+        service("scratch", 8002, [3], "scratch", server=False))
+
+
+ROUTERS = {
+    "router-1": {"endpoint": "http://router-1:8080", "healthy": True,
+                 "models": {"qwen": ["gpu-1_qwen", "gpu-2_qwen"], "embed": ["gpu-1_embed"]}},
+    "router-2": {"endpoint": "http://router-2:8080", "healthy": False, "models": {"qwen": ["gpu-2_qwen"]}},
+    "router-3": None,
+}
+
+
+def test_every_service_is_listed_with_its_gate_benchmark_and_routers():
+    report = fr.build_report({"gpu-1": two_services()}, ALL, routers=ROUTERS)
+    services = report["summary"]["services"]
+    assert [one["service"] for one in services] == ["vllm-qwen", "vllm-embed", "vllm-scratch"]
+    qwen = services[0]
+    assert qwen == {
+        "host": "gpu-1", "service": "vllm-qwen", "name": "qwen", "gpus": [0, 1], "model": "/srv/models/qwen",
+        "served_model_name": "qwen", "port": 8000, "endpoint": "http://gpu-1:8000", "tensor_parallel_size": 2,
+        "gate": "healthy", "benchmark": {"request_throughput": 2.0, "tpot_mean_ms": 15.0, "misses": ["x"]},
+        "router_server": "gpu-1_qwen",
+        # router-2 lists gpu-2's server only; router-3 has no llm_router_result in this run.
+        "routers": {"router-1": "listed", "router-2": "not in router", "router-3": "not run"}}
+    assert services[1]["routers"] == {"router-1": "listed", "router-2": "not in router", "router-3": "not run"}
+    # A service kept out of the routers: no server, no membership.
+    assert (services[2]["router_server"], services[2]["routers"]) == (None, {})
+    assert report["hosts"]["gpu-1"]["state"] == "served"
+    assert report["hosts"]["gpu-1"]["serving"]["services"] == ["vllm-qwen", "vllm-embed", "vllm-scratch"]
+    assert report["summary"]["endpoints"] == ["http://gpu-1:8000", "http://gpu-1:8001", "http://gpu-1:8002"]
+
+
+def test_the_routers_of_the_summary():
+    routers = fr.build_report({"gpu-1": two_services()}, ALL, routers=ROUTERS)["summary"]["routers"]
+    assert routers == [
+        {"host": "router-1", "endpoint": "http://router-1:8080", "healthy": True,
+         "models": {"embed": ["gpu-1_embed"], "qwen": ["gpu-1_qwen", "gpu-2_qwen"]}},
+        {"host": "router-2", "endpoint": "http://router-2:8080", "healthy": False, "models": {"qwen": ["gpu-2_qwen"]}},
+        {"host": "router-3", "endpoint": "", "healthy": None, "models": {}}]
+    # Without routers (no group llm_router), none; a router's odd models are read as far as they go.
+    assert fr.build_report({"gpu-1": two_services()}, ALL)["summary"]["routers"] == []
+    odd = fr.build_report({}, ALL, routers={"r": {"models": {"m": "gpu-1_a", "n": ["b", "", None, "a", "b"]}}})
+    assert odd["summary"]["routers"] == [{"host": "r", "endpoint": "", "healthy": False,
+                                          "models": {"m": [], "n": ["a", "b"]}}]
+
+
+def test_a_service_that_is_not_in_the_run_routers_list_is_looked_up_in_its_own():
+    """The routers a service was put into (its routers) count too, where the run knows no such router."""
+    one = service("qwen", 8000, [0], "qwen", routers=("router-9",))
+    entry = fr.build_report({"gpu-1": services_record(one)}, ALL, routers={})["summary"]["services"][0]
+    assert entry["routers"] == {"router-9": "not run"}
+
+
+def test_a_host_is_served_only_when_every_service_passed_its_gate():
+    record = two_services()
+    record["vllm_serve_results"][1]["healthy"] = False
+    report = fr.build_report({"gpu-1": record}, ALL, routers=ROUTERS)
+    entry = report["hosts"]["gpu-1"]
+    # The first service (vllm_serve_result) is healthy; the host is not served.
+    assert (entry["state"], entry["serving"]["health"]) == ("installed", "unhealthy")
+    assert [one["gate"] for one in report["summary"]["services"]] == ["healthy", "unhealthy", "healthy"]
+    assert report["summary"]["endpoints"] == []
+    # A gate that did not run (no reading) is not a pass either.
+    record["vllm_serve_results"][1]["healthy"] = None
+    report = fr.build_report({"gpu-1": record}, ALL)
+    assert report["hosts"]["gpu-1"]["state"] == "installed"
+    assert report["summary"]["services"][1]["gate"] == "not run"
+
+
+def test_without_vllm_serve_results_the_first_service_is_the_host_s_one():
+    """A host of a role before several services: vllm_serve_result alone, one service, out of the routers."""
+    report = fr.build_report({"gpu-1": served_record()}, ALL, routers=ROUTERS)
+    assert report["hosts"]["gpu-1"]["state"] == "served"
+    entry = report["summary"]["services"][0]
+    assert (entry["host"], entry["served_model_name"], entry["endpoint"], entry["gate"]) == (
+        "gpu-1", "qwen", "http://gpu-1:8000/v1", "healthy")
+    assert (entry["gpus"], entry["port"], entry["router_server"], entry["routers"]) == (None, None, None, {})
+    # An empty list (the role stopped before its first service) falls back the same way; nothing at all: none.
+    record = served_record()
+    record["vllm_serve_results"] = []
+    assert fr.build_report({"gpu-1": record}, ALL)["hosts"]["gpu-1"]["state"] == "served"
+    del record["vllm_serve_result"]
+    report = fr.build_report({"gpu-1": record}, ALL)
+    assert (report["hosts"]["gpu-1"]["state"], report["summary"]["services"]) == ("installed", [])
+    assert report["hosts"]["gpu-1"]["serving"]["health"] == "not run"
+
+
+def test_a_host_that_stopped_lists_the_services_it_recorded_and_is_not_served():
+    record = services_record(service("qwen", 8000, [0], "qwen"))
+    record["phases_done"] = ALL[:-1]
+    report = fr.build_report({"gpu-1": record}, ALL)
+    assert report["hosts"]["gpu-1"]["state"] == "failed"
+    assert [one["gate"] for one in report["summary"]["services"]] == ["healthy"]
+    assert report["summary"]["endpoints"] == []
+
+
+def test_gpu_memory_held_by_others_over_every_service():
+    others = [{"pid": 7, "used_mib": 100, "gpus": 1, "user": "bob", "whose": "other", "cmdline": "python"}]
+    record = two_services()
+    record["vllm_serve_results"][1]["gpu_others"] = others
+    record["vllm_serve_results"][2]["gpu_others"] = others
+    lines = fr.build_report({"gpu-1": record}, ALL)["hosts"]["gpu-1"]["serving"]["gpu_others"]
+    assert lines == ["pid 7 (user bob, 100 MiB on 1 GPU(s), other): python"]
+
+
+def test_markdown_services_and_routers_tables():
+    md = fr.to_markdown(fr.build_report({"gpu-1": two_services()}, ALL, routers=ROUTERS))
+    lines = md.splitlines()
+    assert "- services: 3, healthy in this run: 3" in lines
+    assert "## Services" in lines and "## Routers" in lines
+    assert ("| gpu-1 | vllm-qwen | 0,1 | /srv/models/qwen | qwen | 8000 | http://gpu-1:8000 | healthy"
+            " | 2.00 req/s, TPOT 15.0 ms, 1 target(s) missed"
+            " | gpu-1_qwen in router-1, router-2 (not in router), router-3 (not run) |") in lines
+    assert "| gpu-1 | vllm-scratch | 3 | /srv/models/scratch | scratch | 8002 | http://gpu-1:8002 | healthy | -" \
+        " | out of the routers |" in lines
+    assert "| router-1 | http://router-1:8080 | healthy | embed: gpu-1_embed; qwen: gpu-1_qwen, gpu-2_qwen |" in lines
+    assert "| router-2 | http://router-2:8080 | unhealthy | qwen: gpu-2_qwen |" in lines
+    assert "| router-3 | - | not run | - |" in lines
+    # A service with a server and no router at all; a single service's GPUs the plan chooses.
+    lonely = services_record(service("qwen", 8000, None, "qwen", routers=()))
+    md = fr.to_markdown(fr.build_report({"gpu-1": lonely}, ALL))
+    assert "| gpu-1 | vllm-qwen | not pinned | /srv/models/qwen | qwen | 8000 | http://gpu-1:8000 | healthy | - " \
+        "| gpu-1_qwen, no router |" in md
+    assert "## Routers" not in md
+    # Nothing served, no router: neither table.
+    md = fr.to_markdown(fr.build_report(dict((n, r) for n, r in fleet().items() if n != "gpu-1" and n != "gpu-5"), ALL))
+    assert "## Services" not in md and "## Routers" not in md and "- services: 0, healthy in this run: 0" in md
+
+
+def test_json_with_services_and_routers_is_stable():
+    first = fr.to_json(fr.build_report({"gpu-1": two_services()}, ALL, routers=ROUTERS))
+    routers = dict(reversed(list(copy.deepcopy(ROUTERS).items())))
+    routers["router-1"]["models"] = {"embed": ["gpu-1_embed"], "qwen": ["gpu-2_qwen", "gpu-1_qwen"]}
+    assert fr.to_json(fr.build_report({"gpu-1": two_services()}, ALL, routers=routers)) == first
+    records = {"gpu-1": two_services()}
+    before = copy.deepcopy(records), copy.deepcopy(ROUTERS)
+    fr.build_report(records, ALL, routers=ROUTERS)
+    assert (records, ROUTERS) == before
+
+
+SETTINGS = settings(max_examples=150, deadline=None)
+
+
+@SETTINGS
+@given(st.lists(st.sampled_from([True, False, None, "true", 1]), max_size=5), st.booleans())
+def test_served_iff_every_service_passed_its_gate(gates, with_first):
+    """A host that came through every phase is served exactly when it has services and each one's healthy is True."""
+    record = served_record()
+    del record["vllm_serve_result"]
+    record["vllm_serve_results"] = [service("s%d" % index, 8000 + index, [index], "m%d" % index, healthy=healthy)
+                                    for index, healthy in enumerate(gates)]
+    if with_first and gates:
+        record["vllm_serve_result"] = record["vllm_serve_results"][0]
+    report = fr.build_report({"gpu-1": record}, ALL)
+    served = bool(gates) and all(healthy is True for healthy in gates)
+    assert (report["hosts"]["gpu-1"]["state"] == "served") is served
+    assert (report["hosts"]["gpu-1"]["serving"]["health"] == "healthy") is served
+    assert len(report["summary"]["services"]) == len(gates)
+    assert (report["summary"]["states"]["served"] == 1) is served

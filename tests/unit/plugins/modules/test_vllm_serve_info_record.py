@@ -3,7 +3,7 @@
 
 The records are those module_utils/vllm.py writes (a failed one names each problem with its fix); the gate's
 message is module_utils/vllm.py's record_refusal, which the gpufleet.llm_stack.vllm_serve_state action adds to the
-gate's errors outside preflight (roles/vllm_serve/tasks/validate.yml; tests/unit/plugins/action).
+gate's errors outside preflight (roles/vllm_serve/tasks/validate_service.yml; tests/unit/plugins/action).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils.vllm import rec
 from ansible_collections.gpufleet.llm_stack.plugins.modules import vllm_serve_info
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VALIDATE = os.path.join(HERE, "..", "..", "..", "..", "roles", "vllm_serve", "tasks", "validate.yml")
+VALIDATE = os.path.join(HERE, "..", "..", "..", "..", "roles", "vllm_serve", "tasks", "validate_service.yml")
 
 
 def seen(tmp_path, record):
