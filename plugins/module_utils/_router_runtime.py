@@ -16,10 +16,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, text as _text
+# The verdict of checks, shared with vllm_serve's health gate.
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import verdict
 
 STATES = ("ready", "drain", "maint")
 # The columns of `show servers state` in HAProxy 2.6 (format version 1); later columns may be added.
@@ -171,18 +172,6 @@ def command_ok(answer):
 
 # --- the router's health gate -------------------------------------------------------------
 
-def models_listed(body):
-    """The ids a /v1/models answer lists, or None when it is not one."""
-    try:
-        data = json.loads(body)
-    except (TypeError, ValueError):
-        return None
-    entries = _dict(data).get("data")
-    if not isinstance(entries, list):
-        return None
-    return sorted(set(_text(_dict(entry).get("id")) for entry in entries if _dict(entry).get("id")))
-
-
 def health_verdict(models, checks):
     """The router's gate: {ok, failed: [check names], summary}.
 
@@ -190,11 +179,7 @@ def health_verdict(models, checks):
     the router with a client key lists every model), 'completion <model>' for each model (200 with a choice) and
     'unauthenticated' (a request without a key gets 401).
     """
-    checks = _dict(checks)
-    order = ["models"] + ["completion %s" % model for model in sorted(models or [])] + ["unauthenticated"]
-    failed = [name for name in order if not _dict(checks.get(name)).get("ok")]
-    summary = "; ".join("%s: %s" % (name, _dict(checks.get(name)).get("detail") or "not reached") for name in order)
-    return {"ok": not failed, "failed": failed, "summary": summary}
+    return verdict(checks, ["models"] + ["completion %s" % model for model in sorted(models or [])] + ["unauthenticated"])
 
 
 def key_from_lines(text):

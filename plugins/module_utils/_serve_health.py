@@ -10,7 +10,15 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, text as _text
+
+
+def verdict(checks, order):
+    """{ok, failed: [names], summary} of checks (name -> {ok, detail}), in the order of the names given."""
+    checks = _dict(checks)
+    failed = [name for name in order if not _dict(checks.get(name)).get("ok")]
+    details = ["%s: %s" % (name, _dict(checks.get(name)).get("detail") or "not reached") for name in order]
+    return {"ok": not failed, "failed": failed, "summary": "; ".join(details)}
 
 
 def health_verdict(checks):
@@ -19,23 +27,24 @@ def health_verdict(checks):
     checks: dict of name -> {ok, detail}; the names are health, models,
     completion, unauthenticated.
     """
-    checks = _dict(checks)
-    order = ("health", "models", "completion", "unauthenticated")
-    failed = [name for name in order if not _dict(checks.get(name)).get("ok")]
-    details = ["%s: %s" % (name, _dict(checks.get(name)).get("detail") or "not reached") for name in order]
-    return {"ok": not failed, "failed": failed, "summary": "; ".join(details)}
+    return verdict(checks, ("health", "models", "completion", "unauthenticated"))
+
+
+def models_listed(body):
+    """The ids a /v1/models answer lists, or None when it is not one."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return None
+    entries = _dict(data).get("data")
+    if not isinstance(entries, list):
+        return None
+    return sorted(set(_text(_dict(entry).get("id")) for entry in entries if _dict(entry).get("id")))
 
 
 def models_lists(body, served):
     """True when a /v1/models answer lists the served name."""
-    try:
-        data = json.loads(body)
-    except (TypeError, ValueError):
-        return False
-    entries = _dict(data).get("data")
-    if not isinstance(entries, list):
-        return False
-    return any(_dict(entry).get("id") == served for entry in entries)
+    return served in (models_listed(body) or [])
 
 
 def completion_ok(body):

@@ -100,31 +100,11 @@ import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _router_runtime as R
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import models_listed
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.local_http import http
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
-
-# No proxy, ever: the router is on this host.
-OPENER = build_opener(ProxyHandler({}))
-
-
-def http(method, url, timeout, body=None, key=None):
-    """(status, text); status 0 with the reason when there is no answer."""
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if key:
-        headers["Authorization"] = "Bearer %s" % key
-    data = json.dumps(body).encode("utf-8") if body is not None else None
-    request = Request(url, data=data, headers=headers)
-    request.get_method = lambda: method
-    try:
-        response = OPENER.open(request, timeout=timeout)
-        return response.getcode(), response.read(1024 * 1024).decode("utf-8", "replace")
-    except HTTPError as exc:
-        return exc.code, exc.read(64 * 1024).decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
-        return 0, str(getattr(exc, "reason", exc))
 
 
 def attempt(p, key):
@@ -136,7 +116,7 @@ def attempt(p, key):
     for dummy in range(max(1, p["probes"])):
         status, text = http("GET", base + "/v1/models", timeout, key=key)
         statuses.append(status or text[:200])
-        listed.update((R.models_listed(text) or []) if status == 200 else [])
+        listed.update((models_listed(text) or []) if status == 200 else [])
         if set(p["models"]) <= listed:
             break
     absent = sorted(set(p["models"]) - listed)

@@ -168,38 +168,16 @@ log_tail:
   elements: str
 """
 
-import json
 import os
 import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_procs as S
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve as V
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.local_http import http
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
-
-# No proxy, ever: the server is on this host.
-OPENER = build_opener(ProxyHandler({}))
-
-
-def http(method, url, timeout, body=None, key=None):
-    """(status, text); status 0 with the reason when there is no answer."""
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if key:
-        headers["Authorization"] = "Bearer %s" % key
-    data = json.dumps(body).encode("utf-8") if body is not None else None
-    request = Request(url, data=data, headers=headers)
-    request.get_method = lambda: method
-    try:
-        response = OPENER.open(request, timeout=timeout)
-        return response.getcode(), response.read(1024 * 1024).decode("utf-8", "replace")
-    except HTTPError as exc:
-        return exc.code, exc.read(64 * 1024).decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
-        return 0, str(getattr(exc, "reason", exc))
 
 
 def listener(p):

@@ -125,35 +125,17 @@ summary:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_drain as D
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import local_http
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.vllm_serve import read_env_key
 
-# No proxy, ever: the service is on this host (or reached directly by its address).
-OPENER = build_opener(ProxyHandler({}))
 # The most of an answer read (vLLM's /metrics is some 40 KiB).
 MAX_BODY = 4 * 1024 * 1024
 
 
-def _refused(exc):
-    reason = getattr(exc, "reason", exc)
-    return isinstance(reason, ConnectionRefusedError) or isinstance(exc, ConnectionRefusedError)
-
-
 def http_get(url, timeout, key=None):
     """(status, text, error, refused); status 0 with the reason when there is no answer."""
-    request = Request(url)
-    if key:
-        # Not carried over a redirect: the key goes to this URL only.
-        request.add_unredirected_header("Authorization", "Bearer %s" % key)
-    try:
-        response = OPENER.open(request, timeout=timeout)
-        return response.getcode(), response.read(MAX_BODY).decode("utf-8", "replace"), "", False
-    except HTTPError as exc:
-        return exc.code, "", str(exc.reason or ""), False
-    except (URLError, OSError, ValueError) as exc:
-        return 0, "", str(getattr(exc, "reason", exc)), _refused(exc)
+    return local_http.request(url, timeout, key=key, max_body=MAX_BODY)
 
 
 class Poller(object):

@@ -17,6 +17,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _router_runtime as R
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import models_listed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "..", "..", "fixtures", "llm_router", "show-servers-state-2.6.12.txt")
@@ -124,9 +125,9 @@ def test_command_ok(answer, ok):
 
 def test_models_listed_and_verdict():
     body = json.dumps({"object": "list", "data": [{"id": "b"}, {"id": "a"}, {"id": "a"}]})
-    assert R.models_listed(body) == ["a", "b"]
-    assert R.models_listed("not json") is None
-    assert R.models_listed('{"data": 3}') is None
+    assert models_listed(body) == ["a", "b"]
+    assert models_listed("not json") is None
+    assert models_listed('{"data": 3}') is None
     checks = {"models": {"ok": True, "detail": "a, b"}, "completion a": {"ok": True, "detail": "200"},
               "completion b": {"ok": False, "detail": "503"}, "unauthenticated": {"ok": True, "detail": "401"}}
     verdict = R.health_verdict(["b", "a"], checks)
