@@ -29,6 +29,7 @@ OPTIONS = dict(
     cache_host=dict(type="str", default=""),
     records=dict(type="dict"),
     routers=dict(type="dict"),
+    monitoring=dict(type="dict"),
 )
 
 RECORD_FACTS = ("llm_stack_phases_done",) + tuple(fleet_report.RESULT_FACTS.values()) + (fleet_report.SERVICES_FACT,)
@@ -61,6 +62,18 @@ def read_routers(hostvars, groups):
             host = {}
         routers[name] = host.get(fleet_report.ROUTER_FACT)
     return routers
+
+
+def read_monitoring(hostvars, groups):
+    """{host: its llm_monitoring_result, or None} of every host of group llm_monitoring (none without the group)."""
+    found = {}
+    for name in groups.get("llm_monitoring") or []:
+        try:
+            host = hostvars[name]
+        except KeyError:
+            host = {}
+        found[name] = host.get(fleet_report.MONITORING_FACT)
+    return found
 
 
 def default_cache_host(groups):
@@ -115,8 +128,11 @@ class ActionModule(ActionBase):
         routers = params["routers"]
         if routers is None:
             routers = read_routers((task_vars or {}).get("hostvars", {}), groups)
+        monitoring = params["monitoring"]
+        if monitoring is None:
+            monitoring = read_monitoring((task_vars or {}).get("hostvars", {}), groups)
         cache_host = params["cache_host"] or default_cache_host(groups)
-        report = fleet_report.build_report(records, params["phases"], cache_host, routers)
+        report = fleet_report.build_report(records, params["phases"], cache_host, routers, monitoring)
         text = fleet_report.to_json(report)
         markdown = fleet_report.to_markdown(report)
         written = []

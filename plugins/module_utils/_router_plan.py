@@ -130,6 +130,10 @@ def problems(settings):
     _whole(cfg.get("health_check_fall"), "llm_router_health_check_fall", 1, 100, errors)
     _whole(cfg.get("health_check_rise"), "llm_router_health_check_rise", 1, 100, errors)
     _whole(cfg.get("bufsize"), "llm_router_bufsize", 16384, 16777216, errors)
+    metrics = _whole(cfg.get("metrics_port", METRICS_PORT), "llm_router_metrics_port", 0, 65535, errors)
+    if metrics and metrics == _whole(cfg.get("port"), "llm_router_port", 1, 65535, []):
+        errors.append("llm_router_metrics_port=%d is llm_router_port too. Fix: give the metrics another port, such as"
+                      " %d, or 0 for none" % (metrics, METRICS_PORT))
     if not _DURATION_RE.fullmatch(_text(cfg.get("health_check_interval"))):
         errors.append("llm_router_health_check_interval=%r is not an HAProxy time. Fix: set it such as 2s"
                       % cfg.get("health_check_interval"))
@@ -147,6 +151,15 @@ def problems(settings):
 
 
 MANAGERS = ("auto", "systemd", "supervisord")
+# Where HAProxy's Prometheus exporter answers by default (llm_router_metrics_port; the llm_monitoring role's
+# scrape of a router that does not set it).
+METRICS_PORT = 8405
+
+
+def bracket(address):
+    """An address as it goes before ':port' (IPv6 in brackets)."""
+    address = _text(address)
+    return "[%s]" % address if ":" in address and not address.startswith("[") else address
 
 
 def service_mode(setting, service_mgr):
@@ -171,7 +184,7 @@ def plan(hostvars, hosts, settings):
 
     hosts: the backend hosts (the role's llm_router_backend_hosts, else default_hosts()); settings: the role's
     variables without the llm_router_ prefix (port, bind_address, socket, state_file, config_dir, request_timeout,
-    health_check_interval/fall/rise, bufsize, api_keys, backend_api_key) and host_address (the
+    health_check_interval/fall/rise, bufsize, metrics_port, api_keys, backend_api_key) and host_address (the
     router host's ansible_host or name, the endpoint's host when bind_address is a wildcard), service_manager
     (auto, systemd, supervisord) and service_mgr (the host's fact), user (HAProxy's worker drops root for it).. The config names no secret.
     """
@@ -187,11 +200,12 @@ def plan(hostvars, hosts, settings):
                       % (", ".join(map(_text, hosts or [])) or "(none)", " (%s)" % why if why else ""))
     result = {"errors": errors, "skipped": collected["skipped"], "config": "", "models_map": "", "models": [],
               "mode": "", "packages": [],
-              "summary": {}, "servers": [], "endpoint": "", "health_url": ""}
+              "summary": {}, "servers": [], "endpoint": "", "health_url": "", "metrics_url": ""}
     if errors:
         return result
     config_dir = _text(cfg["config_dir"])
     port = int(_text(cfg["port"]))
+    metrics_port = int(_text(cfg.get("metrics_port", METRICS_PORT)))
     bind = _text(cfg["bind_address"])
     local = "127.0.0.1" if bind in ("0.0.0.0", "*") else "[::1]" if bind == "::" else (
         "[%s]" % bind if ":" in bind else bind)
@@ -200,7 +214,8 @@ def plan(hostvars, hosts, settings):
         "state_file": _text(cfg["state_file"]), "api_keys_file": config_dir + "/api_keys.lst",
         "map_file": config_dir + "/models.map", "request_timeout": int(_text(cfg["request_timeout"])),
         "bufsize": int(_text(cfg["bufsize"])), "inter": _text(cfg["health_check_interval"]),
-        "fall": int(_text(cfg["health_check_fall"])), "rise": int(_text(cfg["health_check_rise"]))})
+        "fall": int(_text(cfg["health_check_fall"])), "rise": int(_text(cfg["health_check_rise"])),
+        "metrics_bind": "%s:%d" % (bracket(bind), metrics_port) if metrics_port else ""})
     # Where clients reach the router: its bind address, or for a wildcard the host's address (host_address).
     public = local if bind not in ("0.0.0.0", "*", "::") else _text(cfg.get("host_address")) or local
     summary = dict((model, [entry["server"] for entry in found[model]]) for model in sorted(found))
@@ -208,5 +223,6 @@ def plan(hostvars, hosts, settings):
     mode = service_mode(cfg.get("service_manager"), cfg.get("service_mgr"))
     result.update(mode=mode, packages=["haproxy"] + (["supervisor"] if mode == "supervisord" else []))
     result.update(config=_run_as(text, _text(cfg.get("user"))), models_map=S.models_map(found), models=sorted(found), summary=summary, servers=servers,
-                  endpoint="http://%s:%d" % (public, port), health_url="http://%s:%d" % (local, port))
+                  endpoint="http://%s:%d" % (public, port), health_url="http://%s:%d" % (local, port),
+                  metrics_url="http://%s:%d/metrics" % (public, metrics_port) if metrics_port else "")
     return result

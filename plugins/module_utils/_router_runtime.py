@@ -193,19 +193,20 @@ def key_from_lines(text):
 
 # --- HAProxy from .deb files ------------------------------------------------------------------
 
-def debs_to_install(debs, installed, packages):
+def debs_to_install(debs, installed, packages, variable="llm_router_debs"):
     """{install: [paths], versions: {package: deb version}, problems: [...]}.
 
     debs: {path: (package, version)} of the .deb files (dpkg-deb's fields); installed: {package: version or ''}
     (dpkg-query's); packages: what must be installed. Every .deb file is installed (the libraries come with them)
-    when any of packages is not installed at its .deb's version; a package without a .deb file is a problem.
+    when any of packages is not installed at its .deb's version; a package without a .deb file is a problem, naming
+    variable (the role's setting of the .deb directory).
     """
     versions = {}
     for path in sorted(debs or {}):
         package, version = debs[path]
         versions[_text(package)] = _text(version)
-    problems = ["no .deb file of %s in llm_router_debs. Fix: add it (apt-get download %s, with the libraries it"
-                " needs) or set llm_router_debs to \"\" to install from the apt sources" % (name, name)
+    problems = ["no .deb file of %s in %s. Fix: add it (apt-get download %s, with the libraries it"
+                " needs) or set %s to \"\" to install from the apt sources" % (name, variable, name, variable)
                 for name in packages or [] if name not in versions]
     stale = [name for name in packages or [] if name in versions and _text(_dict(installed).get(name)) != versions[name]]
     return {"install": sorted(debs or {}) if stale and not problems else [], "versions": versions,

@@ -654,14 +654,15 @@ ROUTER_DEFAULTS = {
     "bind": "0.0.0.0:8080", "socket": "/run/llm-router/admin.sock", "state_file": "/var/lib/llm-router/server-state",
     "api_keys_file": "/etc/llm-router/api_keys.lst", "map_file": "/etc/llm-router/models.map",
     "backend_key_env": "LLM_ROUTER_BACKEND_KEY", "request_timeout": 600, "bufsize": 65536,
-    "inter": "2s", "fall": 2, "rise": 2,
+    "inter": "2s", "fall": 2, "rise": 2, "metrics_bind": "",
 }
 
 
 def haproxy_config(backends, settings=None):
     """The text of the router's haproxy.cfg (HAProxy 2.6), deterministic and without secrets.
 
-    backends: router_backends()' result; settings: ROUTER_DEFAULTS' keys. The client keys are the lines
+    backends: router_backends()' result; settings: ROUTER_DEFAULTS' keys (metrics_bind: where HAProxy's Prometheus
+    exporter answers /metrics, none when empty). The client keys are the lines
     'Bearer <key>' of api_keys_file (0600); the key of the vLLM servers comes from the environment variable
     backend_key_env. A POST is routed by its body's model field through map_file (models_map's text); an unknown
     model gets 404, a body whose model cannot be read in the first bufsize bytes 400 when more than one model is
@@ -739,4 +740,14 @@ def haproxy_config(backends, settings=None):
     ]
     for server in sorted(every):
         lines.append("    server %s %s:%d check" % (server, every[server]["address"], every[server]["port"]))
+    if cfg["metrics_bind"]:
+        # HAProxy's own Prometheus exporter (built into Debian's 2.6), for the llm_monitoring role; no key: it tells
+        # the servers' states and counters, nothing of the requests.
+        lines += [
+            "",
+            "frontend metrics",
+            "    bind %s" % cfg["metrics_bind"],
+            "    http-request use-service prometheus-exporter if { path /metrics }",
+            "    http-request return status 404",
+        ]
     return "\n".join(lines) + "\n"

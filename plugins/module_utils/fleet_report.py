@@ -20,7 +20,10 @@ hostvars by the action plugin gpufleet.llm_stack.fleet_report):
 
 and, of each router (group ``llm_router``, not a host of the report play),
 its ``llm_router_result``: endpoint, healthy, and models (served model name:
-the HAProxy server names the router lists for it).
+the HAProxy server names the router lists for it); of each monitoring host
+(group ``llm_monitoring``), its ``llm_monitoring_result``: Prometheus's URL,
+and each target with the state of its last scrape. Each service links to its
+series in Prometheus with its last scrape's state (``metrics``).
 
 The JSON form is stable: sorted keys, no time stamps, lists sorted, so two
 runs' reports can be diffed (:func:`diff_reports`). Timings are kept apart
@@ -51,6 +54,9 @@ RESULT_FACTS = {
 SERVICES_FACT = "vllm_serve_results"
 # The routers' result fact (role llm_router, hosts of group llm_router).
 ROUTER_FACT = "llm_router_result"
+# The monitoring hosts' result fact (role llm_monitoring, hosts of group llm_monitoring).
+MONITORING_FACT = "llm_monitoring_result"
+NOT_SCRAPED = "not scraped"
 STATES = ("served", "installed", "failed_preflight", "unreachable", "failed")
 NOT_RUN = "not run"
 # A service's router membership, per router: the router lists its server under its served model name, does not,
@@ -288,7 +294,43 @@ def membership(server, served_model_name, names, routers):
     return found
 
 
-def service_entry(host, serve, routers):
+def monitoring_entry(name, result):
+    """The report's entry of one monitoring host: host, url, healthy (None: llm_monitoring did not run on it in this
+    run), targets: [{job, instance, host, service, health, last_error, last_scrape}] (the last scrape of each)."""
+    if not isinstance(result, dict):
+        return {"host": name, "url": "", "healthy": None, "targets": []}
+    targets = []
+    for target in result.get("targets") or []:
+        if isinstance(target, dict):
+            targets.append(dict((key, _text(target.get(key))) for key in
+                                ("job", "instance", "host", "service", "health", "last_error", "last_scrape")))
+    targets.sort(key=lambda item: (item["job"], item["instance"]))
+    return {"host": name, "url": _text(result.get("url")), "healthy": result.get("healthy") is True,
+            "targets": targets}
+
+
+def _quote(text):
+    """Percent-encoding of a URL's query value (no library: the report runs in the controller's worker)."""
+    safe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
+    return "".join(ch if ch in safe else "".join("%%%02X" % byte for byte in ch.encode("utf-8")) for ch in text)
+
+
+def service_metrics(host, name, monitors):
+    """Where a service's metrics are and the state of their last scrape: {url, scrape, last_error} from the first
+    monitoring host (by name) that ran in this run; url '' and scrape 'not scraped' where none did or none has the
+    service as a target of job vllm."""
+    for monitor in sorted(monitors.values(), key=lambda item: item["host"]):
+        if monitor["healthy"] is None:
+            continue
+        for target in monitor["targets"]:
+            if target["job"] == "vllm" and target["host"] == host and target["service"] == name:
+                expr = '{job="vllm",host="%s",service="%s"}' % (host, name)
+                url = "%s/graph?g0.expr=%s" % (monitor["url"], _quote(expr)) if monitor["url"] else ""
+                return {"url": url, "scrape": target["health"] or "unknown", "last_error": target["last_error"]}
+    return {"url": "", "scrape": NOT_SCRAPED, "last_error": ""}
+
+
+def service_entry(host, serve, routers, monitors=None):
     """The report's entry of one service of host (one dict of vllm_serve_results): where it runs, what it serves,
     its gate in this run, its benchmark and its router membership.
 
@@ -315,21 +357,24 @@ def service_entry(host, serve, routers):
         "benchmark": serve.get("benchmark") if isinstance(serve.get("benchmark"), dict) else None,
         "router_server": server,
         "routers": membership(server, served, names, routers) if server else {},
+        "metrics": service_metrics(host, _text(serve.get("name")), monitors or {}),
     }
 
 
-def build_report(records, phases=PHASES, cache_host="", routers=None):
+def build_report(records, phases=PHASES, cache_host="", routers=None, monitoring=None):
     """The whole report: {format, phases, cache_host, hosts: {name: entry}, summary}.
 
     records: {host name: record} for every host the run targeted (see host_state for a record);
-    routers: {router name: its llm_router_result, or None where the role did not run on it}.
+    routers: {router name: its llm_router_result, or None where the role did not run on it};
+    monitoring: {monitoring host name: its llm_monitoring_result, or None where the role did not run on it}.
     The summary's ``services`` (every service of every host, in the hosts' order and each host's order) and
     ``routers`` (sorted by name) are the per-service and per-router parts of the report.
     """
     phases = [p for p in PHASES if p in (phases or PHASES)]
     hosts = dict((name, host_entry(name, _dict(records[name]), phases)) for name in sorted(records))
     router_entries = dict((name, router_entry(_text(name), result)) for name, result in _dict(routers).items())
-    services = [service_entry(name, one, router_entries)
+    monitors = dict((name, monitoring_entry(_text(name), result)) for name, result in _dict(monitoring).items())
+    services = [service_entry(name, one, router_entries, monitors)
                 for name in sorted(records) for one in host_services(_dict(records[name]))]
     states = dict((s, sorted(n for n, e in hosts.items() if e["state"] == s)) for s in STATES)
     fa_keys = set(e["flash_attn"]["build_key"] for e in hosts.values() if e["flash_attn"]["build_key"])
@@ -353,6 +398,7 @@ def build_report(records, phases=PHASES, cache_host="", routers=None):
                             if hosts[one["host"]]["state"] == "served" and one["endpoint"]),
         "services": services,
         "routers": [router_entries[name] for name in sorted(router_entries)],
+        "monitoring": [monitors[name] for name in sorted(monitors)],
     }
     return {"format": FORMAT, "phases": phases, "cache_host": _text(cache_host), "hosts": hosts, "summary": summary}
 
@@ -409,6 +455,13 @@ def _membership_cell(service):
     parts = [router if state == LISTED else "%s (%s)" % (router, state)
              for router, state in sorted(service["routers"].items())]
     return "%s in %s" % (service["router_server"], ", ".join(parts))
+
+
+def _metrics_cell(metrics):
+    """The last scrape's state, with the link to the service's series in Prometheus."""
+    if not metrics["url"]:
+        return metrics["scrape"]
+    return "[%s](%s)" % (metrics["scrape"], metrics["url"])
 
 
 def _router_gate(router):
@@ -471,17 +524,26 @@ def to_markdown(report):
             "",
             "## Services",
             "",
-            "| host | service | GPUs | model | served name | port | endpoint | gate | benchmark | routers |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| host | service | GPUs | model | served name | port | endpoint | gate | benchmark | routers | metrics |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for one in s["services"]:
             row = [one["host"], one["service"], _gpus_cell(one["gpus"]), one["model"], one["served_model_name"],
-                   one["port"], one["endpoint"], one["gate"], _bench(one["benchmark"]), _membership_cell(one)]
+                   one["port"], one["endpoint"], one["gate"], _bench(one["benchmark"]), _membership_cell(one),
+                   _metrics_cell(one["metrics"])]
             lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     if s["routers"]:
         lines += ["", "## Routers", "", "| router | endpoint | gate | models (servers) |", "| --- | --- | --- | --- |"]
         for router in s["routers"]:
             row = [router["host"], router["endpoint"], _router_gate(router), _models_cell(router["models"])]
+            lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
+    for monitor in s.get("monitoring") or []:
+        lines += ["", "## Monitoring: %s" % monitor["host"], "",
+                  "Prometheus at %s (%s)." % (monitor["url"] or "-", _router_gate(monitor)), "",
+                  "| job | target | host | service | last scrape |", "| --- | --- | --- | --- | --- |"]
+        for target in monitor["targets"]:
+            state = target["health"] + (" (%s)" % target["last_error"] if target["last_error"] else "")
+            row = [target["job"], target["instance"], target["host"], target["service"], state]
             lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     held = [(name, line) for name in sorted(report["hosts"])
             for line in report["hosts"][name]["serving"].get("gpu_others") or []]

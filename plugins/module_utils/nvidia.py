@@ -121,6 +121,11 @@ def _na(value):
     return value is None or value.strip() in ("", "[N/A]", "N/A", "[Not Supported]", "[Unknown Error]")
 
 
+def is_na(value):
+    """Whether nvidia-smi has no value there ([N/A], [Not Supported], an empty field)."""
+    return _na(value)
+
+
 def _to_int(value):
     if _na(value):
         return None

@@ -25,6 +25,10 @@ description:
     C(llm_router_result) (C(endpoint), C(healthy), C(models), the server names each lists per served model) from
     their hostvars, and says for each service which routers list its server (C(listed)), which do not
     (C(not in router)) and which did not run (C(not run)); a service kept out of the routers says so.
+  - The monitoring hosts (group C(llm_monitoring)) are read the same way, their C(llm_monitoring_result)
+    (Prometheus's C(url), C(healthy), the C(targets) with the state of each one's last scrape); each service links
+    to its series in Prometheus with the state of its last scrape (C(metrics)), C(not scraped) where no monitoring
+    host scraped it in this run.
   - A role whose result fact is absent did not run on that host in this run (skipped by tags, or the host
     stopped before it); the report says C(not run).
   - The fleet summary counts hosts per state, lists the build keys, the compiles of this run and the wheels
@@ -69,6 +73,11 @@ options:
         that collected them elsewhere; without it the action reads them from the hostvars of the hosts of group
         C(llm_router) (no routers without the group).
     type: dict
+  monitoring:
+    description:
+      - Per monitoring host, its C(llm_monitoring_result) (null where the role did not run on it). For tests; without
+        it the action reads them from the hostvars of the hosts of group C(llm_monitoring).
+    type: dict
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:
@@ -102,15 +111,19 @@ summary:
       C(compiles) (flash-attn compiles in this run, a build host's builds for the other hosts included),
       C(compiles_by_key) (the compiles of each build key, one per key where every host found its key built),
       C(cache_hits), C(files_downloaded), C(bytes_downloaded), C(endpoints) (every service of the served hosts),
-      C(services) and C(routers).
+      C(services), C(routers) and C(monitoring).
     - C(services) lists every service of every host (hosts sorted, each host's services in its order), each with
       C(host), C(service) (unit), C(name), C(gpus) (null where the service pins none), C(model),
       C(served_model_name), C(port), C(endpoint) (as clients reach it), C(tensor_parallel_size), C(gate)
       (C(healthy), C(unhealthy) or C(not run)), C(benchmark) (or null), C(router_server) (null when the service
-      is kept out of the routers) and C(routers) (per router C(listed), C(not in router) or C(not run); empty
-      when out of the routers).
+      is kept out of the routers), C(routers) (per router C(listed), C(not in router) or C(not run); empty
+      when out of the routers) and C(metrics) (C(url) of its series in Prometheus, C(scrape) the state of its last
+      scrape - C(up), C(down), C(unknown) or C(not scraped) - and C(last_error)).
     - C(routers) lists the routers, sorted, each with C(host), C(endpoint), C(healthy) (null where llm_router did
       not run on it in this run) and C(models) (per served model name the server names it lists).
+    - C(monitoring) lists the monitoring hosts, sorted, each with C(host), C(url) (Prometheus), C(healthy) (null
+      where llm_monitoring did not run on it in this run) and C(targets) (C(job), C(instance), C(host),
+      C(service), C(health), C(last_error), C(last_scrape) of each).
   returned: always
   type: dict
   sample:
@@ -123,7 +136,8 @@ summary:
     services:
       - {host: gpu-1, service: vllm-qwen, name: qwen, gpus: [0, 1], model: /srv/models/Qwen3-8B,
          served_model_name: qwen, port: 8000, endpoint: "http://gpu-1:8000", tensor_parallel_size: 2,
-         gate: healthy, benchmark: null, router_server: gpu-1_qwen, routers: {router-1: listed}}
+         gate: healthy, benchmark: null, router_server: gpu-1_qwen, routers: {router-1: listed},
+         metrics: {url: "http://mon-1:9090/graph?g0.expr=...", scrape: up, last_error: ""}}
     routers:
       - {host: router-1, endpoint: "http://router-1:8080", healthy: true, models: {qwen: [gpu-1_qwen]}}
 markdown:
@@ -161,6 +175,7 @@ def main():
             cache_host=dict(type="str", default=""),
             records=dict(type="dict"),
             routers=dict(type="dict"),
+            monitoring=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -168,7 +183,8 @@ def main():
     if params["records"] is None:
         module.fail_json(msg="records is required when fleet_report runs as a module (the action plugin reads hostvars)")
     records = dict((name, params["records"].get(name) or {}) for name in params["hosts"])
-    report = fleet_report.build_report(records, params["phases"], params["cache_host"], params["routers"])
+    report = fleet_report.build_report(records, params["phases"], params["cache_host"], params["routers"],
+                                       params["monitoring"])
     text = fleet_report.to_json(report)
     markdown = fleet_report.to_markdown(report)
     written = []

@@ -10,14 +10,16 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: llm_router_debs
-short_description: Which of the router's .deb files to install
+short_description: Which .deb files of an air-gapped install to install
 version_added: "0.2.0"
 description:
   - Reads each .deb file's package and version (C(dpkg-deb --field)) and the installed version of each of
     O(packages) (C(dpkg-query)), and returns every .deb file to install when any of O(packages) is not installed at
     its .deb file's version; nothing when all are. Changes nothing (check mode included).
-  - A package of O(packages) without a .deb file fails the task, naming C(llm_router_debs) - except in check mode on
-    a host the files have not been copied to yet (no file at all), which returns nothing to install.
+  - A package of O(packages) without a .deb file fails the task, naming O(variable) - except in check mode on a host
+    the files have not been copied to yet (no file at all), which returns nothing to install.
+  - Used by the roles that install Debian packages from a controller directory of .deb files (C(llm_router_debs),
+    C(llm_monitoring_debs)).
   - The decision is C(_router_runtime.debs_to_install).
 author:
   - gpufleet maintainers (@gpufleet)
@@ -32,6 +34,10 @@ options:
     type: list
     elements: str
     required: true
+  variable:
+    description: The role variable that names the .deb directory, for the failure's message.
+    type: str
+    default: llm_router_debs
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 """
@@ -69,7 +75,8 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _router_
 def main():
     module = AnsibleModule(
         argument_spec=dict(debs=dict(type="list", elements="path", required=True),
-                           packages=dict(type="list", elements="str", required=True)),
+                           packages=dict(type="list", elements="str", required=True),
+                           variable=dict(type="str", default="llm_router_debs")),
         supports_check_mode=True,
     )
     debs = {}
@@ -84,7 +91,7 @@ def main():
         rc, out, dummy = module.run_command(["dpkg-query", "--showformat=${Status}|${Version}", "--show", name])
         status, dummy2, version = out.partition("|")
         installed[name] = version.strip() if rc == 0 and status.endswith(" installed") else ""
-    decided = R.debs_to_install(debs, installed, module.params["packages"])
+    decided = R.debs_to_install(debs, installed, module.params["packages"], module.params["variable"])
     result = dict(changed=False, install=decided["install"], versions=decided["versions"], stale=decided["stale"])
     if decided["problems"] and not (module.check_mode and not debs):
         module.fail_json(msg=" ".join(decided["problems"]), **result)

@@ -33,8 +33,8 @@ options:
     description:
       - The role's settings, named as its variables without C(llm_router_) - C(port), C(bind_address), C(socket),
         C(state_file), C(config_dir), C(request_timeout), C(health_check_interval), C(health_check_fall),
-        C(health_check_rise), C(bufsize); optional C(host_address), the endpoint's host where C(bind_address) is a
-        wildcard (default the router host's C(ansible_host), else its name).
+        C(health_check_rise), C(bufsize), C(metrics_port); optional C(host_address), the endpoint's host where
+        C(bind_address) is a wildcard (default the router host's C(ansible_host), else its name).
     type: dict
     required: true
   api_keys:
@@ -110,6 +110,10 @@ endpoint:
   type: str
 health_url:
   description: The URL the router host checks the router at (loopback where it listens on a wildcard).
+  returned: success
+  type: str
+metrics_url:
+  description: Where HAProxy's Prometheus exporter answers (empty when C(llm_router_metrics_port) is 0).
   returned: success
   type: str
 msg:

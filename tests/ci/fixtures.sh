@@ -24,6 +24,8 @@
 #   testfleet-model         .cache/testfleet-model: testbed.sh, make site's copy
 #   router                  .cache/router: tests/router/build, Debian's HAProxy
 #                           .debs (serving_fleet)
+#   monitoring              .cache/monitoring: tests/monitoring/build, Debian's
+#                           Prometheus and node-exporter .debs (serving_fleet)
 #   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver and
 #                           gunicorn for the cache host (fleet_cache, make site)
 #   awx-fleet-cache-wheels  .cache/awx-fleet-cache-wheels: the same for the
@@ -56,7 +58,7 @@ logs="${CI_OUT}/fixtures"
 # Longest first: vllm waits (on its lock) for qwen_model_fetch's venv only
 # after its own downloads.
 every=(qwen_model_fetch vllm wheelhouse cuda-runfile testfleet-model awx-model
-    fleet-cache-wheels awx-fleet-cache-wheels router)
+    fleet-cache-wheels awx-fleet-cache-wheels router monitoring)
 
 unset QWEN_MODEL_FETCH_FIXTURE LLM_STACK_TEST_VLLM LLM_STACK_TEST_WHEELHOUSE
 
@@ -74,7 +76,7 @@ EOF
 fixture_dir() {
     case "$1" in
     fleet-cache-wheels) printf '%s\n' "${cache}/fleet_cache/wheelhouse" ;;
-    cuda-runfile | wheelhouse | qwen_model_fetch | vllm | awx-model | testfleet-model | awx-fleet-cache-wheels | router)
+    cuda-runfile | wheelhouse | qwen_model_fetch | vllm | awx-model | testfleet-model | awx-fleet-cache-wheels | router | monitoring)
         printf '%s\n' "${cache}/$1"
         ;;
     *) return 1 ;;
@@ -94,6 +96,7 @@ fixture_command() {
         ;;
     vllm) printf '%s\n' tests/vllm/build "${dir}" "$(fixture_dir qwen_model_fetch)" ;;
     router) printf '%s\n' tests/router/build "${dir}" ;;
+    monitoring) printf '%s\n' tests/monitoring/build "${dir}" ;;
     fleet-cache-wheels | awx-fleet-cache-wheels)
         printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${gunicorn}"
         ;;

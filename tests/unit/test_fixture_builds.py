@@ -27,7 +27,7 @@ import yaml
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 LOCK_HELPER = os.path.join(REPO, "tests", "ci", "fixture_lock.sh")
 BUILDERS = ("tests/runfile/build.sh", "tests/wheelhouse/build", "tests/wheelhouse/download", "tests/vllm/build",
-            "tests/model/testbed.sh", "tests/router/build")
+            "tests/model/testbed.sh", "tests/router/build", "tests/monitoring/build")
 # Every caller of tests/ci/fixtures.sh, and each task file where a scenario builds a fixture.
 CALLERS = ("tests/testfleet/prepare.yml", "tests/awx/prepare.yml", "molecule/fleet_cache/prepare.yml")
 PLAYBOOKS_THAT_BUILD = CALLERS + ("molecule/qwen_model_fetch/prepare.yml", "molecule/vllm/prepare.yml",

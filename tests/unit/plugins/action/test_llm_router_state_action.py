@@ -83,7 +83,7 @@ def test_the_role_defaults_plan_every_ok_host():
     settings = role_settings()
     assert set(settings) == {"port", "bind_address", "socket", "state_file", "config_dir", "request_timeout",
                              "health_check_interval", "health_check_fall", "health_check_rise", "bufsize",
-                             "service_manager", "user"}
+                             "metrics_port", "service_manager", "user"}
     for check_mode in (False, True):
         result = run({"settings": settings, "api_keys": KEYS, "backend_api_key": "sk-vllm-0123456789"}, check_mode)
         assert not result.get("failed"), result.get("msg")
@@ -94,6 +94,9 @@ def test_the_role_defaults_plan_every_ok_host():
         assert result["mode"] == "supervisord" and result["packages"] == ["haproxy", "supervisor"]
         assert "    server serve2_chat serve2:28201 check" in result["config"]
         assert "    user haproxy\n" in result["config"]
+        # HAProxy's exporter on the default metrics port, for the llm_monitoring role.
+        assert "frontend metrics\n    bind 0.0.0.0:8405\n" in result["config"]
+        assert result["metrics_url"] == "http://10.1.0.9:8405/metrics"
         assert "sk-" not in repr(result)
 
 

@@ -245,7 +245,9 @@ def test_every_service_is_listed_with_its_gate_benchmark_and_routers():
         "gate": "healthy", "benchmark": {"request_throughput": 2.0, "tpot_mean_ms": 15.0, "misses": ["x"]},
         "router_server": "gpu-1_qwen",
         # router-2 lists gpu-2's server only; router-3 has no llm_router_result in this run.
-        "routers": {"router-1": "listed", "router-2": "not in router", "router-3": "not run"}}
+        "routers": {"router-1": "listed", "router-2": "not in router", "router-3": "not run"},
+        # No monitoring host in this run.
+        "metrics": {"url": "", "scrape": "not scraped", "last_error": ""}}
     assert services[1]["routers"] == {"router-1": "listed", "router-2": "not in router", "router-3": "not run"}
     # A service kept out of the routers: no server, no membership.
     assert (services[2]["router_server"], services[2]["routers"]) == (None, {})
@@ -266,6 +268,37 @@ def test_the_routers_of_the_summary():
     odd = fr.build_report({}, ALL, routers={"r": {"models": {"m": "gpu-1_a", "n": ["b", "", None, "a", "b"]}}})
     assert odd["summary"]["routers"] == [{"host": "r", "endpoint": "", "healthy": False,
                                           "models": {"m": [], "n": ["a", "b"]}}]
+
+
+MONITORING = {
+    "mon-2": None,
+    "mon-1": {"url": "http://mon-1:9090", "healthy": True, "summary": {}, "targets": [
+        {"job": "vllm", "instance": "10.0.1.5:8001", "host": "gpu-1", "service": "embed", "health": "down",
+         "last_error": "connection refused", "last_scrape": "2026-12-07T01:57:55Z"},
+        {"job": "vllm", "instance": "10.0.1.5:8000", "host": "gpu-1", "service": "qwen", "health": "up",
+         "last_error": "", "last_scrape": "2026-12-07T01:57:54Z"},
+        {"job": "vllm-health", "instance": "10.0.1.5:8000", "host": "gpu-1", "service": "qwen", "health": "up",
+         "last_error": "", "last_scrape": "2026-12-07T01:57:54Z"},
+        "not a target"]},
+}
+
+
+def test_each_service_links_to_its_metrics_and_its_last_scrape():
+    report = fr.build_report({"gpu-1": two_services()}, ALL, routers=ROUTERS, monitoring=MONITORING)
+    services = report["summary"]["services"]
+    assert services[0]["metrics"] == {
+        "url": "http://mon-1:9090/graph?g0.expr=%7Bjob%3D%22vllm%22%2Chost%3D%22gpu-1%22%2Cservice%3D%22qwen%22%7D",
+        "scrape": "up", "last_error": ""}
+    assert services[1]["metrics"]["scrape"] == "down" and services[1]["metrics"]["last_error"] == "connection refused"
+    assert services[2]["metrics"] == {"url": "", "scrape": "not scraped", "last_error": ""}
+    monitors = report["summary"]["monitoring"]
+    assert [(m["host"], m["healthy"], len(m["targets"])) for m in monitors] == [("mon-1", True, 3), ("mon-2", None, 0)]
+    assert [t["instance"] for t in monitors[0]["targets"]] == ["10.0.1.5:8000", "10.0.1.5:8001", "10.0.1.5:8000"]
+    markdown = fr.to_markdown(report)
+    assert "| [up](http://mon-1:9090/graph?g0.expr=%7Bjob" in markdown
+    assert "## Monitoring: mon-1" in markdown and "Prometheus at http://mon-1:9090 (healthy)." in markdown
+    assert "| vllm | 10.0.1.5:8001 | gpu-1 | embed | down (connection refused) |" in markdown
+    assert "## Monitoring: mon-2" in markdown and "Prometheus at - (not run)." in markdown
 
 
 def test_a_service_that_is_not_in_the_run_routers_list_is_looked_up_in_its_own():
@@ -334,9 +367,9 @@ def test_markdown_services_and_routers_tables():
     assert "## Services" in lines and "## Routers" in lines
     assert ("| gpu-1 | vllm-qwen | 0,1 | /srv/models/qwen | qwen | 8000 | http://gpu-1:8000 | healthy"
             " | 2.00 req/s, TPOT 15.0 ms, 1 target(s) missed"
-            " | gpu-1_qwen in router-1, router-2 (not in router), router-3 (not run) |") in lines
+            " | gpu-1_qwen in router-1, router-2 (not in router), router-3 (not run) | not scraped |") in lines
     assert "| gpu-1 | vllm-scratch | 3 | /srv/models/scratch | scratch | 8002 | http://gpu-1:8002 | healthy | -" \
-        " | out of the routers |" in lines
+        " | out of the routers | not scraped |" in lines
     assert "| router-1 | http://router-1:8080 | healthy | embed: gpu-1_embed; qwen: gpu-1_qwen, gpu-2_qwen |" in lines
     assert "| router-2 | http://router-2:8080 | unhealthy | qwen: gpu-2_qwen |" in lines
     assert "| router-3 | - | not run | - |" in lines
