@@ -17,6 +17,7 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _monitoring as M
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _router_plan
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus
 from ansible_collections.gpufleet.llm_stack.plugins.plugin_utils._role_action import RoleAction
 
 OPTIONS = dict(
@@ -61,7 +62,11 @@ class ActionModule(RoleAction):
 
     def decide(self, result, args, task_vars):
         if args["part"] == "exporter":
-            return self.answer(result, M.exporter_plan(args["settings"]), task_vars)
+            facts = task_vars.get("ansible_facts") or {}
+            settings = dict(args["settings"])
+            settings.setdefault("gpu_count", host_gpus(facts)["count"])
+            settings.setdefault("service_mgr", facts.get("service_mgr") or "")
+            return self.answer(result, M.exporter_plan(settings), task_vars)
         hostvars = task_vars.get("hostvars") or {}
         groups = task_vars.get("groups") or {}
         every = list(groups.get("all") or [])

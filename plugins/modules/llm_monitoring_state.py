@@ -54,8 +54,9 @@ options:
       - C(prometheus) - the monitoring host's plan (the default). C(exporter) - an exporter host's plan instead - its
         O(settings) are the role's exporter variables without C(llm_monitoring_) (C(node_exporter_address),
         C(node_exporter_port), C(textfile_dir), C(gpu_collector), C(gpu_collector_interval),
-        C(gpu_collector_timeout)) plus C(gpu_count) (the host's GPUs) and C(service_mgr) (the host's fact); it
-        returns RV(collector), RV(args) and RV(listen).
+        C(gpu_collector_timeout)); the host's GPU count (filter C(host_gpus) of its facts - preflight's, else
+        M(gpufleet.llm_stack.gpu_facts)'s) and service manager (fact C(service_mgr)) are read from its facts unless
+        O(settings) gives C(gpu_count) and C(service_mgr). It returns RV(collector), RV(args) and RV(listen).
     type: str
     default: prometheus
     choices: [prometheus, exporter]

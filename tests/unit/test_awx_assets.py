@@ -241,9 +241,11 @@ def check_workflow(workflow, templates, groups):
         problems.append("%s: %d site jobs run in parallel, but the site template does not allow simultaneous jobs"
                         % (label, len(site)))
     covered = [host for node in site for host in groups.get(node.get("limit"), [])]
-    # The cache host has a job of its own first; the routers are configured by a job over the whole inventory last.
-    fleet = sorted(set(host for name, hosts in groups.items() if name not in ("all", "llm_cache", "llm_router")
-                       for host in hosts) - set(groups.get("llm_router", [])))
+    # The cache host has a job of its own first; the routers are configured by a job over the whole inventory, and
+    # the monitoring host by one after it.
+    apart = ("all", "llm_cache", "llm_router", "llm_monitoring")
+    fleet = sorted(set(host for name, hosts in groups.items() if name not in apart for host in hosts)
+                   - set(host for name in apart[1:] for host in groups.get(name, [])))
     if sorted(covered) != fleet:
         problems.append("%s: the site jobs' limits cover %s, the fleet is %s (each host in one limit)" % (
             label, sorted(covered), fleet))
