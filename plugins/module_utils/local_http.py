@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import json
 
+from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.request import ProxyHandler, Request, build_opener
 
@@ -40,8 +41,9 @@ def request(url, timeout, method="GET", body=None, key=None, max_body=MAX_BODY):
     except HTTPError as exc:
         text = exc.read(MAX_ERROR_BODY).decode("utf-8", "replace") if exc.fp else ""
         return exc.code, text, str(exc.reason or ""), False
-    except (URLError, OSError, ValueError) as exc:
-        return 0, "", str(getattr(exc, "reason", exc)), _refused(exc)
+    except (URLError, OSError, ValueError, HTTPException) as exc:
+        # HTTPException: something that is not an HTTP server answers there (BadStatusLine, IncompleteRead).
+        return 0, "", str(getattr(exc, "reason", exc)) or type(exc).__name__, _refused(exc)
 
 
 def http(method, url, timeout, body=None, key=None):

@@ -73,14 +73,14 @@ sys.exit(main(sys.argv[1:]))' --output "$state/textfile/llm_gpu.prom" --timeout 
     }
     collect && cp "$state/textfile/llm_gpu.prom" "$out/llm_gpu-idle.prom"
     (while true; do collect; sleep 10; done) > "$out/collector-loop.log" 2>&1 &
-    local loop=$!
+    loop=$!
     "$bin/prometheus-node-exporter" --web.listen-address=127.0.0.1:19100 \
         --collector.textfile.directory="$state/textfile" > "$out/node-exporter.log" 2>&1 &
-    local exporter=$!
+    exporter=$!
     "$bin/prometheus" --config.file="$state/prometheus.yml" --web.listen-address=127.0.0.1:19090 \
         --storage.tsdb.path="$state/data" > "$out/prometheus.log" 2>&1 &
-    local prom=$!
-    trap 'kill $loop $exporter $prom ${holder:-} 2>/dev/null || true' EXIT
+    prom=$!
+    trap 'kill "${loop:-}" "${exporter:-}" "${prom:-}" "${holder:-}" 2>/dev/null || true' EXIT
     local python=${GPU_TORCH_PYTHON:-python3}
     [[ -x /opt/torch/.venv/bin/python ]] && python=${GPU_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
     sleep 15
