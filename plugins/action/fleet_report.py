@@ -15,12 +15,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_native
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import fleet_report
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import write_atomic
 
 OPTIONS = dict(
     hosts=dict(type="list", elements="str", required=True),
@@ -52,27 +52,16 @@ def read_record(hostvars, name):
     return record
 
 
-def read_routers(hostvars, groups):
-    """{router: its llm_router_result, or None} of every host of group llm_router (none without the group)."""
-    routers = {}
-    for name in groups.get("llm_router") or []:
-        try:
-            host = hostvars[name]
-        except KeyError:
-            host = {}
-        routers[name] = host.get(fleet_report.ROUTER_FACT)
-    return routers
-
-
-def read_monitoring(hostvars, groups):
-    """{host: its llm_monitoring_result, or None} of every host of group llm_monitoring (none without the group)."""
+def read_group_results(hostvars, groups, group, fact):
+    """{host: its fact, or None} of every host of group (none without the group): the routers' llm_router_result
+    and the monitoring hosts' llm_monitoring_result, hosts that are not in the report's play."""
     found = {}
-    for name in groups.get("llm_monitoring") or []:
+    for name in groups.get(group) or []:
         try:
             host = hostvars[name]
         except KeyError:
             host = {}
-        found[name] = host.get(fleet_report.MONITORING_FACT)
+        found[name] = host.get(fact)
     return found
 
 
@@ -84,24 +73,7 @@ def default_cache_host(groups):
 
 def write_if_changed(path, text):
     """Write text to path atomically when it differs; True when written."""
-    data = to_bytes(text)
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except (IOError, OSError):
-        pass
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".fleet-report-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
+    return write_atomic(path, text, only_if_changed=True)
 
 
 class ActionModule(ActionBase):
@@ -127,10 +99,12 @@ class ActionModule(ActionBase):
         groups = (task_vars or {}).get("groups") or {}
         routers = params["routers"]
         if routers is None:
-            routers = read_routers((task_vars or {}).get("hostvars", {}), groups)
+            routers = read_group_results((task_vars or {}).get("hostvars", {}), groups, "llm_router",
+                                         fleet_report.ROUTER_FACT)
         monitoring = params["monitoring"]
         if monitoring is None:
-            monitoring = read_monitoring((task_vars or {}).get("hostvars", {}), groups)
+            monitoring = read_group_results((task_vars or {}).get("hostvars", {}), groups, "llm_monitoring",
+                                            fleet_report.MONITORING_FACT)
         cache_host = params["cache_host"] or default_cache_host(groups)
         report = fleet_report.build_report(records, params["phases"], cache_host, routers, monitoring)
         text = fleet_report.to_json(report)

@@ -28,10 +28,10 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 import time
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import nvidia
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import write_atomic
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import proc
 
 METRIC_FIELDS = ("index", "uuid", "pci.bus_id", "name", "temperature.gpu", "utilization.gpu", "memory.used",
@@ -284,28 +284,28 @@ def read_cgroup(pid, root="/proc"):
         return None
 
 
+def _read(run, argv, timeout, parse, source, errors):
+    """parse() of argv's output, or None with the reason in errors[source] (the command failed, or its output does
+    not parse)."""
+    result = run(argv, timeout)
+    if not result.ok:
+        errors[source] = _reason(result, "nvidia-smi " + argv[1].split("=")[0])
+        return None
+    try:
+        return parse(result.stdout)
+    except ValueError as exc:
+        errors[source] = str(exc)
+        return None
+
+
 def collect(run, smi, timeout=DEFAULT_TIMEOUT, read_cgroup_of=read_cgroup, now=None):
     """The exposition text of one run. run(argv, timeout) -> proc.ProcResult (proc.run); smi: nvidia-smi's path."""
     errors = {}
     gpus = apps = xids = None
     owners = {}
-    result = run([smi] + metrics_args(), timeout)
-    if result.ok:
-        try:
-            gpus = parse_metrics(result.stdout)
-        except ValueError as exc:
-            errors["nvidia-smi"] = str(exc)
-    else:
-        errors["nvidia-smi"] = _reason(result, "nvidia-smi --query-gpu")
+    gpus = _read(run, [smi] + metrics_args(), timeout, parse_metrics, "nvidia-smi", errors)
     if gpus is not None:
-        result = run([smi] + apps_args(), timeout)
-        if result.ok:
-            try:
-                apps = parse_apps(result.stdout)
-            except ValueError as exc:
-                errors["compute-apps"] = str(exc)
-        else:
-            errors["compute-apps"] = _reason(result, "nvidia-smi --query-compute-apps")
+        apps = _read(run, [smi] + apps_args(), timeout, parse_apps, "compute-apps", errors)
     else:
         errors["compute-apps"] = "nvidia-smi --query-gpu failed"
     for app in apps or []:
@@ -319,21 +319,6 @@ def collect(run, smi, timeout=DEFAULT_TIMEOUT, read_cgroup_of=read_cgroup, now=N
             break
         errors["xid"] = _reason(result, argv[0])
     return render(gpus, apps, owners, xids, errors, time.time() if now is None else now)
-
-
-def write_atomic(path, text):
-    """Write text to path through a temporary file in its directory, renamed over it (mode 0644)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".llm_gpu.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.rename(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def find_smi(path=None):

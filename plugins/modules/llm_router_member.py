@@ -122,13 +122,13 @@ commands:
 import errno
 import os
 import socket
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _router_runtime as R
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._fs import write_atomic
 
 
 class NotRunning(Exception):
@@ -165,24 +165,7 @@ def runtime_command(path, command, timeout):
 
 def save_state(path, text):
     """Write the state file atomically (mode 0600). Returns whether its content changed."""
-    try:
-        with open(path) as handle:
-            if handle.read() == text:
-                return False
-    except (IOError, OSError):
-        pass
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".server-state.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
+    return write_atomic(path, text, mode=0o600, only_if_changed=True)
 
 
 def main():

@@ -2,8 +2,8 @@
 # The llm_monitoring role's GPU path on a real GPU host (see tests/gpu/README.md,
 # "Monitoring"). The lent GPU hosts have neither systemd nor Ansible, so the
 # role's pieces run by hand, each as the role runs it:
-#   - the GPU collector: the collection's module_utils proc.py, nvidia.py and
-#     gpu_metrics.py (the role's llm_monitoring_collector_modules) under
+#   - the GPU collector: the collection's module_utils _fs.py, proc.py,
+#     nvidia.py and gpu_metrics.py (the role's llm_monitoring_collector_modules) under
 #     $STATE/lib, run as the role's llm-gpu-metrics command runs it
 #     (gpu_metrics.main --output <textfile dir>/llm_gpu.prom --timeout 20),
 #     every 10 s in a loop where the role has a systemd timer;
@@ -27,7 +27,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-MODULES=(proc.py nvidia.py gpu_metrics.py)
+MODULES=(_fs.py proc.py nvidia.py gpu_metrics.py)
 
 bundle() {
     local dir=$1

@@ -10,30 +10,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
 import yaml
 
 from ansible_collections.gpufleet.llm_stack.plugins.action import llm_monitoring_state as action_module
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_services import contract
 from action_task import new_action
-from test_llm_router_state_action import LazyHostVars
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+from test_llm_router_state_action import LazyHostVars, role_settings as router_role_settings
 
 
 def role_settings(group, **changes):
     """A settings dict of roles/llm_monitoring/vars/main.yml with the role's defaults."""
-    with open(os.path.join(REPO, "roles", "llm_monitoring", "defaults", "main.yml")) as handle:
-        defaults = yaml.safe_load(handle)
-    with open(os.path.join(REPO, "roles", "llm_monitoring", "vars", "main.yml")) as handle:
-        names = yaml.safe_load(handle)[group]
-    settings = {}
-    for key, template in names.items():
-        name = str(template).strip("{} ").split(" ", maxsplit=1)[0]
-        settings[key] = defaults.get(name, template)
-    settings.update(changes)
-    return settings
+    return router_role_settings("llm_monitoring", group, **changes)
 
 
 CHAT = contract({"name": "chat", "served_model_name": "qwen3-chat", "port": 8000}, "gpu-1", ansible_host="10.0.1.5")

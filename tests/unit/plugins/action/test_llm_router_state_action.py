@@ -43,12 +43,12 @@ class LazyVars(LazyHostVars):
         return self.data[key]
 
 
-def role_settings(**changes):
-    """llm_router_settings of roles/llm_router/vars/main.yml with the role's defaults."""
-    with open(os.path.join(REPO, "roles", "llm_router", "defaults", "main.yml")) as handle:
+def role_settings(role="llm_router", group="llm_router_settings", **changes):
+    """A settings dict of roles/<role>/vars/main.yml (group) with the role's defaults."""
+    with open(os.path.join(REPO, "roles", role, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
-    with open(os.path.join(REPO, "roles", "llm_router", "vars", "main.yml")) as handle:
-        names = yaml.safe_load(handle)["llm_router_settings"]
+    with open(os.path.join(REPO, "roles", role, "vars", "main.yml")) as handle:
+        names = yaml.safe_load(handle)[group]
     settings = {}
     for key, template in names.items():
         name = str(template).strip("{} ").split(" ", maxsplit=1)[0]

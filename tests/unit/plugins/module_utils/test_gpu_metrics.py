@@ -218,3 +218,22 @@ def test_any_readings_render_valid_exposition(rows):
              "memory_total_bytes": None, "power_watts": value, "ecc_uncorrected": None, "ecc_corrected": 0.0}
             for index, name, value in rows]
     check_exposition(G.render(gpus, [], {}, {}, {"xid": 'bad "log"\n'}, 0))
+
+
+def test_the_role_copies_every_module_the_collector_imports():
+    """roles/llm_monitoring copies llm_monitoring_collector_modules to the host: gpu_metrics and, transitively,
+    every module_utils file it imports (the host has no collection installed)."""
+    import yaml
+    utils = os.path.join(HERE, "..", "..", "..", "..", "plugins", "module_utils")
+    with open(os.path.join(utils, "..", "..", "roles", "llm_monitoring", "vars", "main.yml"), encoding="utf-8") as f:
+        listed = set(yaml.safe_load(f)["llm_monitoring_collector_modules"])
+    needed, todo = set(), ["gpu_metrics"]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        with open(os.path.join(utils, name + ".py"), encoding="utf-8") as handle:
+            text = handle.read()
+        todo += re.findall(r"plugins\.module_utils(?:\.|\s+import\s+)(\w+)", text)
+    assert set(name + ".py" for name in needed) == listed
