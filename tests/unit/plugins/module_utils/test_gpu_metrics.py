@@ -63,6 +63,30 @@ def test_compute_apps_real_captures():
     assert G.parse_apps(fixture("compute-apps-h100-none.csv")) == []
 
 
+def test_metrics_real_captures_of_an_h100():
+    idle, busy = G.parse_metrics(fixture("metrics-h100-idle.csv")), G.parse_metrics(fixture("metrics-h100-busy.csv"))
+    assert idle == [{"index": 0, "uuid": "GPU-5e53b8c1-d963-0f4d-8973-937bf074ab88", "pci_bus_id": "00000000:00:06.0",
+                     "name": "NVIDIA H100 80GB HBM3", "temperature_celsius": 43.0, "utilization_ratio": 0.0,
+                     "memory_used_bytes": 0, "memory_total_bytes": 81559 * G.MIB, "power_watts": 77.19,
+                     "ecc_uncorrected": 0.0, "ecc_corrected": 0.0}]
+    assert busy[0]["memory_used_bytes"] == 2667 * G.MIB and busy[0]["power_watts"] == 132.51
+
+
+def test_the_collector_s_output_on_the_h100_is_its_render():
+    # The output the collector wrote on the H100 while a torch process (not a service's) held 2 GiB.
+    text = fixture("llm_gpu-h100-busy.prom")
+    assert 'llm_gpu_foreign_memory_bytes{gpu="0"} 2787115008' in text
+    assert 'llm_gpu_process_memory_bytes{gpu="0",pid="1070",owner="foreign"} 2787115008' in text
+    gpus = G.parse_metrics(fixture("metrics-h100-busy.csv"))
+    apps = [{"uuid": gpus[0]["uuid"], "pid": 1070, "used_bytes": 2787115008}]
+    now = float(re.search(r"^llm_gpu_collector_last_run_timestamp_seconds (\S+)$", text, re.M).group(1))
+    rendered = G.render(gpus, apps, {1070: "foreign"}, {}, {}, now)
+    produced = [line for line in text.splitlines() if not line.startswith("#")]
+    assert [line for line in rendered.splitlines() if not line.startswith("#") and "temperature" not in line
+            and "power" not in line and "memory_used" not in line] == \
+        [line for line in produced if "temperature" not in line and "power" not in line and "memory_used" not in line]
+
+
 def test_metrics_values_and_na():
     text = ("0, GPU-1, 00000000:00:06.0, NVIDIA H200, 36, 0, 0, 143771, 128.45, 0, 0\n"
             "1, GPU-2, 00000000:00:07.0, NVIDIA H200, 81, 97, 140000, 143771, [N/A], [N/A], [Not Supported]\n")
