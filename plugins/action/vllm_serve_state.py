@@ -24,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_services
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_nodes, _serve_services
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import vllm_serve
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known
@@ -46,6 +46,7 @@ OPTIONS = dict(
     service_label=dict(type="str", default=""),
     gates=dict(type="list", elements="dict"),
     listed=dict(type="dict"),
+    across=dict(type="bool", default=False),
 )
 
 
@@ -60,8 +61,12 @@ class ActionModule(RoleAction):
         if args["manifest"] is not None:
             return self.manifest(result, args["manifest"])
         if args["gates"] is not None:
-            # The host's gate as the role registers it (vllm_serve_gate): the keys of a stack_compat result.
-            result.update(_serve_services.host_gate(args["listed"] or {}, args["gates"]), changed=False)
+            # The host's gate as the role registers it (vllm_serve_gate): the keys of a stack_compat result; with
+            # across, the checks over every node of each deployment across hosts (their gates of this run).
+            listed = dict(args["listed"] or {})
+            if args["across"]:
+                listed["errors"] = list(listed.get("errors") or []) + self.across(listed, task_vars)
+            result.update(_serve_services.host_gate(listed, args["gates"]), changed=False)
             return result
         info = args["info"]
         if args["env_file"] and args["api_key"] is None:
@@ -110,9 +115,50 @@ class ActionModule(RoleAction):
             isinstance(item, dict) and item.get("gpus") for item in listed)
         found = _serve_services.host_services(
             listed, args["inputs"], facts, task_vars.get("inventory_hostname", ""), address=args["router_address"],
-            ansible_host=task_vars.get("ansible_host"), check_gpus=not read_gpus)
-        result.update(found, changed=False, read_gpus=read_gpus)
+            ansible_host=task_vars.get("ansible_host"), check_gpus=not read_gpus,
+            nodes=self.nodes_view(listed, task_vars))
+        # A deployment across hosts needs the host's interfaces (the one that holds its node address).
+        read_network = "interfaces" not in facts and any(
+            isinstance(item, dict) and item.get("nodes") for item in (listed if isinstance(listed, (list, tuple))
+                                                                       else []))
+        result.update(found, changed=False, read_gpus=read_gpus, read_network=read_network)
         return result
+
+    @staticmethod
+    def across(listed, task_vars):
+        """_serve_nodes.across for each service of the host that is a node of a deployment: every node's
+        vllm_serve_checked of this run (the role's own record of its gate, on each host of the group)."""
+        hostvars = task_vars.get("hostvars") or {}
+        batch = task_vars.get("ansible_play_batch")
+        batch = list(batch) if isinstance(batch, (list, tuple)) else None
+        found = []
+        for service in listed.get("services") or []:
+            node = ((service or {}).get("vars") or {}).get("vllm_serve_node")
+            if not node:
+                continue
+            members = dict((host, (hostvars.get(host) or {}).get("vllm_serve_checked")) for host in node["hosts"])
+            found.extend(_serve_nodes.across(service["unit"], node, members, batch))
+        return found
+
+    @staticmethod
+    def nodes_view(listed, task_vars):
+        """The inventory as a deployment across hosts needs it: the hosts of each group a service's nodes names, and
+        each one's address (its vllm_serve_node_address, else the default IPv4 address of its facts)."""
+        wanted = set()
+        for item in listed if isinstance(listed, (list, tuple)) else []:
+            nodes = item.get("nodes") if isinstance(item, dict) else None
+            if isinstance(nodes, dict) and isinstance(nodes.get("group"), str):
+                wanted.add(nodes["group"])
+        groups = task_vars.get("groups") or {}
+        hostvars = task_vars.get("hostvars") or {}
+        view = {"groups": {}, "addresses": {}}
+        for group in sorted(wanted):
+            view["groups"][group] = list(groups.get(group) or [])
+            for host in view["groups"][group]:
+                seen = hostvars.get(host) or {}
+                view["addresses"][host] = seen.get(_serve_nodes.ADDRESS_VARIABLE) or _serve_nodes.default_address(
+                    seen.get("ansible_facts"))
+        return view
 
     def manifest(self, result, manifest):
         """The manifest of the services just served (plans, contracts) and the recorded ones to remove (recorded)."""

@@ -99,7 +99,8 @@ def targets(hosts):
         entry = _dict(hosts[host])
         for service in entry.get("services") or []:
             service = _dict(service)
-            if not service.get("port") or not _text(service.get("address")):
+            # A headless node of a deployment across hosts has no API server: its head carries the metrics.
+            if not service.get("port") or not _text(service.get("address")) or service.get("headless"):
                 continue
             address = "%s:%s" % (_router_plan.bracket(service["address"]), service["port"])
             labels = _labels(host, {"service": service.get("name"), "served_model": service.get("served_model_name"),

@@ -30,6 +30,12 @@ def health_verdict(checks):
     return verdict(checks, ("health", "models", "completion", "unauthenticated"))
 
 
+def headless_verdict(checks):
+    """A headless node's verdict (vllm_health's headless gate): checks node (its service runs) and head (the head's
+    /health answers 200)."""
+    return verdict(checks, ("node", "head"))
+
+
 def models_listed(body):
     """The ids a /v1/models answer lists, or None when it is not one."""
     try:

@@ -37,7 +37,7 @@ INPUTS = (
     "health_timeout", "health_poll", "health_tokens", "gpu_wait_timeout",
     "benchmark", "benchmark_when", "benchmark_num_prompts", "benchmark_input_len", "benchmark_output_len",
     "benchmark_seed", "benchmark_request_rate", "benchmark_thresholds", "benchmark_fail_on_miss",
-    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version",
+    "benchmark_dir", "benchmark_command", "cpu_only_test_host", "hostname", "prefix_venv", "vllm_version", "node",
 )
 
 # The thresholds an inventory may set: result key of bench_result, comparison.
@@ -87,6 +87,11 @@ def pid1_mode(info):
     """'systemd' when PID 1 is systemd, else 'supervisord', from vllm_serve_info's ``pid1``."""
     comm = _text(_dict(info).get("pid1"))
     return "systemd" if comm == "systemd" else "supervisord"
+
+
+def _url_host(address):
+    """An address as a URL's host: an IPv6 address in brackets."""
+    return "[%s]" % address if ":" in address and not address.startswith("[") else address
 
 
 def host_gpu_count(facts):
@@ -342,10 +347,15 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     # The serving checks of the gate's part serve (module_utils/serve_fit.py), on the same inputs.
     config = _dict(_dict(info.get("model")).get("config"))
     heads, kv = heads_of(config)
-    gpus = host_gpu_count(facts)
+    # A deployment across hosts (node: _serve_nodes.resolve's, through vllm_serve_services[].nodes) has as many
+    # GPUs on each of its nodes (_serve_nodes.across checks it before any start): the serving checks judge them all.
+    node = _dict(get("node")) or None
+    nnodes = node["nnodes"] if node else 1
+    gpus = host_gpu_count(facts) * nnodes
+    gpu_memory = host_gpu_memory(facts) * nnodes
     size = _dict(_dict(info.get("model")).get("manifest")).get("total_size")
     installed = _dict(info.get("vllm"))
-    serving = serve_fit.check(serve_inputs(inputs), gpus, host_gpu_memory(facts), config=config or None,
+    serving = serve_fit.check(serve_inputs(inputs), gpus, gpu_memory, config=config or None,
                               model_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
                               vllm_options=installed.get("options") or None,
                               vllm_version=installed.get("version") or _text(get("vllm_version")) or None)
@@ -398,6 +408,11 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     config_dir = _text(get("config_dir"))
     connect = "127.0.0.1" if bind in ("0.0.0.0", "::", "[::]") else bind
     base_url = "http://%s:%s" % (connect, port)
+    # A headless node's gate reads the head's /health: at the head's bind (the same service settings on every node),
+    # or at its node address where the head listens on every address.
+    head_url = None
+    if node and node.get("rank", 0) > 0:
+        head_url = "http://%s:%s" % (_url_host(node["master_addr"]) if connect != bind else connect, port)
 
     argv = list(command) + ["--model", model_dir, "--served-model-name", served, "--host", bind, "--port", str(port)]
     if tp is not None:
@@ -459,7 +474,7 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "tensor_parallel_size": tp, "tensor_parallel_reason": tp_reason, "gpu_count": gpus,
         "heads": heads, "kv_heads": kv, "pipeline_parallel_size": pp,
         "preset": serving["preset"], "preset_reason": serving["preset_reason"], "preset_args": serving["preset_args"],
-        "memory": serving["memory"], "extra_args": extra, "gpu_memory_mib": host_gpu_memory(facts),
+        "memory": serving["memory"], "extra_args": extra, "gpu_memory_mib": gpu_memory,
         "argv": argv, "exec_start": " ".join(systemd_quote(arg) for arg in argv),
         "exec_shell": " ".join(shell_quote(arg) for arg in argv),
         "env": env, "env_names": env_names, "files": files, "base_url": base_url,
@@ -474,13 +489,20 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "stop_timeout": STOP_TIMEOUT,
         "stop_grace": STOP_GRACE,
         "gpu_wait": {"timeout": gpu_wait_timeout, "memory_utilization": gmu,
-                     "gpus": gpu_indexes(env, (tp or 0) * (pp or 1) if gpus else 0)},
+                     "gpus": gpu_indexes(env, (tp or 0) * (pp or 1) // nnodes if gpus else 0)},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
         "supervisor_pip_argv": supervisor_pip_argv(supervisor_venv, _text(get("supervisor_version")),
                                                    get("supervisor_wheelhouse"), get("supervisor_wheelhouse_dest")),
-        "health": {"url": base_url, "timeout": health_timeout, "poll": health_poll, "tokens": health_tokens},
-        "benchmark": {"enabled": bench and bench_when != "never", "when": bench_when, "argv": bench_argv,
+        "health": {"url": head_url or base_url, "timeout": health_timeout, "poll": health_poll,
+                   "tokens": health_tokens, "headless": bool(head_url)},
+        # A node of a deployment across hosts: its rank and head; a headless node (rank > 0) runs no API server,
+        # so its gate is its process (the head's gate, with a real completion, is the deployment's) and it runs no
+        # benchmark.
+        "node": node,
+        "headless": bool(node) and node.get("rank", 0) > 0,
+        "benchmark": {"enabled": bench and bench_when != "never" and not (node and node.get("rank", 0) > 0),
+                      "when": bench_when, "argv": bench_argv,
                       "file": bench_file, "dir": _text(get("benchmark_dir")), "thresholds": thresholds,
                       "fail_on_miss": _bool(get("benchmark_fail_on_miss")),
                       # The fact the role's result reads the numbers from; none when no benchmark runs, so that a

@@ -24,14 +24,14 @@ import json
 import math
 import re
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import serve_fit
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _serve_nodes, serve_fit
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import as_dict as _dict, text as _text
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import host_gpus as _host_gpus
 
 VARIABLE = "vllm_serve_services"
 # The keys of one item of vllm_serve_services.
 SERVICE_KEYS = ("name", "model", "served_model_name", "gpus", "tensor_parallel_size", "pipeline_parallel_size",
-                "data_parallel_size", "port", "host", "extra_args", "env", "benchmark", "router")
+                "data_parallel_size", "port", "host", "extra_args", "env", "benchmark", "router", "nodes")
 # The benchmark settings a service may set (the vllm_serve_benchmark_* variables of the same names).
 BENCH_KEYS = ("when", "num_prompts", "input_len", "output_len", "seed", "request_rate", "thresholds",
               "fail_on_miss")
@@ -207,16 +207,20 @@ def services(inputs, single):
         else:
             names[name] = path
         # CPU-only test path: a host without GPUs runs a service without a GPU set.
-        cpu_test = single.get("cpu_only_test_host") is True or _text(single.get("cpu_only_test_host")).lower() == "true"
+        cpu_test = _test_host(single)
         gpus = None if cpu_test and get("gpus") in (None, []) else _gpus(get("gpus"), path + ".gpus", errors)
         pp = _whole(get("pipeline_parallel_size"), path + ".pipeline_parallel_size", errors,
                     "set it to 1 or a number of pipeline stages", 1, 1024, default=1)
         dp = _whole(get("data_parallel_size"), path + ".data_parallel_size", errors,
                     "set it to 1 or a number of replicas in this server", 1, 1024, default=1)
-        default_tp = len(gpus) // (pp * dp) if gpus and pp and dp and len(gpus) % (pp * dp) == 0 else None
+        nodes = _serve_nodes.settings(get("nodes"), path + ".nodes", errors)
+        default_tp = len(gpus) // (pp * dp) if gpus and pp and dp and len(gpus) % (pp * dp) == 0 and not nodes else None
         tp = _whole(get("tensor_parallel_size"), path + ".tensor_parallel_size", errors,
                     "set it to the GPUs per replica and stage, such as 2", 1, 1024, default=default_tp)
-        if tp is None and get("tensor_parallel_size") in (None, "") and gpus is not None and pp and dp:
+        if nodes and get("tensor_parallel_size") in (None, ""):
+            errors.append("%s.tensor_parallel_size is not set; a deployment across hosts needs it. Fix: set it so that"
+                          " tensor x pipeline x data parallel size is the GPUs of all its nodes" % path)
+        elif tp is None and get("tensor_parallel_size") in (None, "") and gpus is not None and pp and dp:
             errors.append("%s.tensor_parallel_size is not set and %d GPUs do not divide by pipeline %d x data %d."
                           " Fix: set it so that tensor x pipeline x data parallel size is %d"
                           % (path, len(gpus), pp, dp, len(gpus)))
@@ -230,6 +234,14 @@ def services(inputs, single):
             port = serve_fit.whole(port, path + ".port", errors, "set it to a free TCP port such as 8000", low=1024,
                                    high=65535)
         extra = serve_fit.list_of_str(get("extra_args"), path + ".extra_args", errors, "list one argument per item")
+        for arg in extra:
+            if arg.split("=", 1)[0] in _serve_nodes.FLAGS:
+                errors.append("%s.extra_args has %s, which the role sets for a deployment across hosts. Fix: remove it"
+                              " and set %s.nodes: {group: <the inventory group of its hosts>}" % (path, arg, path))
+        env = _env(get("env"), path + ".env", errors)
+        for key in sorted(set(env) & set(_serve_nodes.ENV)) if nodes else []:
+            errors.append("%s.env.%s is set by the role for each node of the deployment. Fix: remove it (set"
+                          " vllm_serve_node_address for the node's address)" % (path, key))
         router = get("router", True)
         if not isinstance(router, bool):
             errors.append("%s.router must be true or false, got %r. Fix: set it to false to keep the service out of"
@@ -239,7 +251,7 @@ def services(inputs, single):
             "name": name, "model": model, "served_model_name": served, "unit": UNIT_PREFIX + name, "gpus": gpus,
             "tensor_parallel_size": tp, "pipeline_parallel_size": pp, "data_parallel_size": dp, "port": port,
             "host": _text(get("host")) or _text(single.get("host")) or "0.0.0.0", "extra_args": extra,
-            "env": _env(get("env"), path + ".env", errors),
+            "env": env, "nodes": nodes, "node": None,
             "benchmark": _benchmark(get("benchmark"), single.get("benchmark"), path + ".benchmark", errors),
             "router": router, "path": path, "single": False,
         })
@@ -290,7 +302,10 @@ def problems(services_, host_gpus, fit=None, other_ports=None):
                          " is 0). Fix: serve it on a GPU host, or list it on the host that has these GPUs"
                          % (one["path"], ", ".join(map(str, beyond))))
         tp, pp, dp = one.get("tensor_parallel_size"), one.get("pipeline_parallel_size"), one.get("data_parallel_size")
-        if _is_int(tp) and _is_int(pp) and _is_int(dp) and tp * pp * dp != len(gpus):
+        if one.get("node"):
+            found.extend(_serve_nodes.world_problems(_label(one), one["path"], tp, pp, dp, gpus,
+                                                     one["node"]["nnodes"]))
+        elif _is_int(tp) and _is_int(pp) and _is_int(dp) and tp * pp * dp != len(gpus):
             found.append("%s: tensor_parallel_size=%d x pipeline_parallel_size=%d x data_parallel_size=%d is %d GPU(s),"
                          " but gpus lists %d (%s; fewer GPUs do not start, more sit idle). Fix: list %d GPU(s) in"
                          " %s.gpus or change the sizes so that their product is %d"
@@ -319,15 +334,18 @@ def _fit_problems(service, memory, count, fit):
     gpus, tp, pp = service.get("gpus"), service.get("tensor_parallel_size"), service.get("pipeline_parallel_size")
     if not gpus or not _is_int(tp) or not _is_int(pp) or any(index >= count for index in gpus):
         return []
-    # The memory of the service's own GPUs (nvidia-smi's order), where every GPU's is known.
+    # The memory of the service's own GPUs (nvidia-smi's order), where every GPU's is known; a deployment across
+    # hosts has as many on each node (across() checks the count before any start).
     own = [memory[index] for index in gpus] if len(memory) >= count and all(i < len(memory) for i in gpus) else []
+    nnodes = _dict(service.get("node")).get("nnodes") or 1
+    own = own * nnodes
     inputs = dict(_dict(fit.get("inputs")))
     inputs.update({"model": service.get("model"), "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
                    "extra_args": service.get("extra_args") or [], "env": service.get("env") or {}})
     model = service.get("model")
     size = _dict(fit.get("model_sizes")).get(model)
     # Each data parallel replica has tp x pp of the set's GPUs: the smallest GPU of the set bounds every replica.
-    checked = serve_fit.check(inputs, tp * pp, own or None,
+    checked = serve_fit.check(inputs, tp * pp if nnodes == 1 else len(own) or tp * pp, own or None,
                               config=_dict(fit.get("configs")).get(model) or None,
                               model_size=size if _is_int(size) else None, vllm_options=fit.get("vllm_options"),
                               vllm_version=fit.get("vllm_version"))
@@ -374,7 +392,7 @@ def removals(listed, recorded):
 
 # The vllm_serve_* variables a listed service sets for its turn through the role's per-service tasks.
 SERVICE_VARS = ("model", "served_model_name", "service_name", "model_dir", "port", "host", "tensor_parallel_size",
-                "pipeline_parallel_size", "extra_args", "env", "benchmark") + tuple("benchmark_" + k for k in BENCH_KEYS)
+                "pipeline_parallel_size", "extra_args", "env", "benchmark", "node") + tuple("benchmark_" + k for k in BENCH_KEYS)
 WILDCARDS = ("0.0.0.0", "::", "[::]", "")
 MANIFEST_VERSION = 1
 # The files of a service the manifest records, to remove them with it.
@@ -395,6 +413,11 @@ def role_vars(service, single):
     env.update(_dict(service.get("env")))
     if service.get("gpus"):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(index) for index in service["gpus"])
+    node = service.get("node")
+    if node:
+        started = _serve_nodes.launch(node)
+        extra += started["args"]
+        env.update(started["env"])
     bench = _dict(service.get("benchmark"))
     found = {
         "model": service.get("model"), "served_model_name": service.get("served_model_name"),
@@ -404,6 +427,8 @@ def role_vars(service, single):
         else "auto",
         "pipeline_parallel_size": service.get("pipeline_parallel_size") or 1, "extra_args": extra, "env": env,
         "benchmark": bool(bench.get("enabled")),
+        # This host's node of a deployment across hosts (_serve_nodes.resolve), else None.
+        "node": node or None,
     }
     for key in BENCH_KEYS:
         found["benchmark_" + key] = bench[key] if key in bench else single.get("benchmark_" + key)
@@ -424,6 +449,10 @@ def contract(service, hostname, address=None, ansible_host=None):
     served_model_name, model, port, bind, address, gpus, the parallel sizes and router (membership)."""
     service = _dict(service)
     bind = _text(service.get("host")) or "0.0.0.0"
+    node = _dict(service.get("node"))
+    # A headless node of a deployment across hosts runs no API server: no router, nothing to scrape.
+    headless = bool(node) and node.get("rank", 0) > 0
+    routed = service.get("router", True) is not False and not headless
     return {
         "name": service.get("name"), "unit": unit_name(service), "server": _server_name(hostname, service),
         "served_model_name": service.get("served_model_name"), "model": service.get("model"),
@@ -431,17 +460,34 @@ def contract(service, hostname, address=None, ansible_host=None):
         "address": router_address(bind, address, ansible_host, hostname),
         "gpus": service.get("gpus"), "tensor_parallel_size": service.get("tensor_parallel_size"),
         "pipeline_parallel_size": service.get("pipeline_parallel_size"),
-        "data_parallel_size": service.get("data_parallel_size"), "router": service.get("router", True) is not False,
-        "router_server": _server_name(hostname, service) if service.get("router", True) is not False else None,
+        "data_parallel_size": service.get("data_parallel_size"), "router": routed,
+        "router_server": _server_name(hostname, service) if routed else None,
+        "headless": headless,
+        "node": {"group": node["group"], "rank": node["rank"], "nnodes": node["nnodes"], "head": node["head"],
+                 "address": node["address"]} if node else None,
     }
 
 
-def host_services(inputs, single, facts, hostname, address=None, ansible_host=None, check_gpus=True):
+def host_services(inputs, single, facts, hostname, address=None, ansible_host=None, check_gpus=True, nodes=None):
     """The host's services for the role: {single, services: [{name, unit, vars, contract}], contract, errors}.
 
-    errors: the normalisation's and, where check_gpus, problems()' on the host's GPUs (facts: ansible_facts)."""
+    errors: the normalisation's, those of each deployment across hosts (nodes: {groups: {group: [hosts]},
+    addresses: {host: address}}, the inventory's view the action reads) and, where check_gpus, problems()' on the
+    host's GPUs (facts: ansible_facts)."""
     listed = services(inputs, single)
     errors = list(listed["errors"])
+    test_host = _test_host(single)
+    for service in listed["services"]:
+        if service.get("nodes") and not errors:
+            resolved = _serve_nodes.resolve(service["nodes"], hostname, _dict(nodes).get("groups"),
+                                            _dict(nodes).get("addresses"), facts, test_host, service["path"] + ".nodes")
+            errors.extend(resolved["errors"])
+            service["node"] = resolved["node"]
+            if resolved["node"] and not service.get("gpus"):
+                errors.extend(_serve_nodes.world_problems(
+                    _label(service), service["path"], service["tensor_parallel_size"],
+                    service["pipeline_parallel_size"], service["data_parallel_size"], None, resolved["node"]["nnodes"],
+                    test_host))
     if check_gpus and not errors:
         errors.extend(problems(listed["services"], _dict(facts)))
     found = []
@@ -452,6 +498,11 @@ def host_services(inputs, single, facts, hostname, address=None, ansible_host=No
     single_case = bool(listed["services"]) and bool(listed["services"][0].get("single"))
     return {"single": single_case, "services": found, "contract": [one["contract"] for one in found],
             "errors": errors}
+
+
+def _test_host(single):
+    value = _dict(single).get("cpu_only_test_host")
+    return value is True or _text(value).lower() == "true"
 
 
 def host_gate(listed, gates):
@@ -595,7 +646,8 @@ def router_backends(services_by_host):
         entry = _dict(services_by_host[host])
         address = _text(entry.get("address")) or _text(host)
         for service in entry.get("services") or []:
-            if not isinstance(service, dict) or service.get("port") is None:
+            # A headless node of a deployment across hosts has no API server: only its head is a backend.
+            if not isinstance(service, dict) or service.get("port") is None or service.get("headless"):
                 continue
             found.setdefault(service["served_model_name"], []).append({
                 "host": _text(host), "address": address, "port": service["port"],

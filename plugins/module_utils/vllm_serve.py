@@ -47,7 +47,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_plan imp
     VllmServeError, env_file_text, env_quote, fingerprint, gate_fail_as, gpu_indexes, heads_of, host_gpu_count, host_gpu_memory,
     model_dir_of, pid1_mode, plan, read_env_key, reading_options, secret_problems, serve_inputs, shell_quote, slug,
     supervisor_pip_argv, supervisor_pip_environment, systemd_quote)
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import completion_ok, health_verdict, models_lists  # noqa: F401
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_health import completion_ok, headless_verdict, health_verdict, models_lists  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_bench import BENCH_KEYS, bench_result  # noqa: F401
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._serve_state import (  # noqa: F401
     SUPERVISOR_GAVE_UP, SUPERVISOR_UP, SYSTEMD_UP, log_excerpt, parse_systemctl_show, supervisor_state, systemd_state)

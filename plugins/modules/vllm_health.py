@@ -86,6 +86,14 @@ options:
         run as this user; compute processes of this user outside the service are named in the GPU warning.
       - Without it, a listener is the service's only by the process tree.
     type: str
+  headless:
+    description:
+      - The service is a headless node of a deployment across hosts (rank above 0, no API server). I(url) is then the
+        head's; the gate passes once this node's service runs and the head's C(GET /health) answers 200, which the
+        head's engine only does with every node's ranks. The key is sent nowhere (it only masks the log's lines); the
+        head's own gate sends the completion.
+    type: bool
+    default: false
   tail_lines:
     description: Lines of the service's log returned on failure.
     type: int
@@ -211,6 +219,38 @@ def attempt(p, key):
     return checks, owner
 
 
+def attempt_headless(p):
+    """One round of a headless node's gate: the head's GET /health (no key), while this node's service runs."""
+    status, text = http("GET", p["url"].rstrip("/") + "/health", p["request_timeout"])
+    state = service_state(p)
+    running = state.get("state") or "not running"
+    checks = {"node": {"ok": bool(state.get("up")), "detail": "this node's service: %s" % running},
+              "head": {"ok": status == 200, "detail": "the head's GET /health: %s" % (status or text)}}
+    return checks, state
+
+
+def headless_gate(module, p, key):
+    """A headless node (rank > 0 of a deployment across hosts) runs no API server: it passes once its service runs
+    and the head's engine, which needs every node's ranks, answers /health; the head's own gate sends the
+    completion."""
+    start = time.time()
+    deadline = start + max(1, p["timeout"])
+    while True:
+        checks, state = attempt_headless(p)
+        verdict = V.headless_verdict(checks)
+        if verdict["ok"] or state.get("gave_up") or time.time() + p["poll"] > deadline:
+            break
+        time.sleep(max(1, p["poll"]))
+    result = dict(changed=False, ok=verdict["ok"], checks=checks, summary=verdict["summary"],
+                  waited=round(time.time() - start, 1), service=state, listener=None, gpu=gpu_report(module, p))
+    if verdict["ok"]:
+        module.exit_json(**result)
+    result["log_tail"] = log_tail(p, key)
+    module.fail_json(msg="vLLM service %s (a headless node; head %s) failed its health gate: %s. Last lines of its"
+                     " log:\n%s" % (p["service"], p["url"], verdict["summary"], "\n".join(result["log_tail"])),
+                     **result)
+
+
 def gpu_report(module, p):
     """{checked, error, others, warning}: GPU memory held by processes that are not the service's."""
     smi = S.find_smi(module)
@@ -277,6 +317,7 @@ def main():
             log_file=dict(type="path"),
             tail_lines=dict(type="int", default=60),
             user=dict(type="str"),
+            headless=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -291,6 +332,9 @@ def main():
         module.fail_json(msg="%s has no VLLM_API_KEY line. Fix: run the vllm_serve role with vllm_serve_api_key set"
                          % p["key_file"], ok=False)
     module.no_log_values.add(key)
+    if p["headless"]:
+        # The key only masks the log's lines here: nothing is sent with it.
+        headless_gate(module, p, key)
 
     start = time.time()
     deadline = start + max(1, p["timeout"])

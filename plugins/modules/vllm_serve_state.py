@@ -68,6 +68,14 @@ options:
       - The index supervisor is installed from (C(vllm_serve_supervisor_index_url)); empty, pip's own configuration.
         It may carry credentials, so it is only read with O(env_file), whose task hides its output.
     type: str
+  across:
+    description:
+      - With the host's gates (the role's C(vllm_serve_gate) step), add the checks over every node of each deployment
+        across hosts that the host is a node of (a service with C(nodes)), read from each node's C(vllm_serve_checked)
+        of this run; the same model commit at the same path, the same vLLM version and GPU count, and every node in
+        the run.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - gpufleet.llm_stack.attributes.read_only
 notes:

@@ -43,7 +43,7 @@ step_command() {
 
 # "molecule" -> the scenarios not named otherwise, longest first.
 core_latest=" ${CORE_LATEST_SCENARIOS-preflight} "
-order="${MOLECULE_ORDER:-default serving_fleet vllm fleet_cache qwen_model_fetch torch_flash_attn cuda_toolkit}"
+order="${MOLECULE_ORDER:-default serving_fleet vllm multi_node fleet_cache qwen_model_fetch torch_flash_attn cuda_toolkit}"
 steps=()
 for name in "$@"; do
     if [[ "${name}" != molecule ]]; then

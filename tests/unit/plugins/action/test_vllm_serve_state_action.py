@@ -271,3 +271,58 @@ def test_inputs_of_the_wrong_shape_fail_the_task():
     info = dict(seen(), vllm="0.32.0")
     result = run({"inputs": role_inputs(), "info": info, "api_key": KEY}, facts=h200_facts())
     assert result["failed"] and result["msg"] == "info: the vllm reading of vllm_serve_info must be a dict, got str"
+
+
+# --- a deployment across hosts: the inventory the action reads (groups, hostvars) -------------------------------
+
+def run_with(args, hostname, hostvars, groups, facts=None):
+    action = new_action(action_module, args)
+    action._execute_module = mock.Mock(side_effect=AssertionError("vllm_serve_state sends nothing to the host"))
+    return action.run(task_vars={"ansible_facts": dict(facts or {}), "inventory_hostname": hostname,
+                                 "hostvars": hostvars, "groups": groups})
+
+
+NODES_ITEM = {"name": "big", "model": "Qwen/Qwen3.5-9B", "gpus": [0], "tensor_parallel_size": 1,
+              "pipeline_parallel_size": 2, "port": 8000, "nodes": {"group": "qwen_big"}}
+
+
+def test_the_nodes_are_read_from_the_inventory_address_else_the_default_ipv4_fact():
+    hostvars = {"gpu-01": {"vllm_serve_node_address": "10.20.0.11"},
+                "gpu-02": {"ansible_facts": {"default_ipv4": {"address": "192.168.7.12"}}}}
+    groups = {"qwen_big": ["gpu-01", "gpu-02"], "all": ["gpu-01", "gpu-02"]}
+    result = run_with({"inputs": role_inputs(inventory_hostname="gpu-02"), "list_services": True,
+                       "services": [NODES_ITEM]}, "gpu-02", hostvars, groups, facts=h200_facts())
+    assert result["errors"] == [], result["errors"]
+    [service] = result["services"]
+    assert service["vars"]["vllm_serve_extra_args"][-9:] == [
+        "--nnodes", "2", "--node-rank", "1", "--master-addr", "10.20.0.11", "--master-port", "29500", "--headless"][-9:]
+    assert service["vars"]["vllm_serve_env"]["VLLM_HOST_IP"] == "192.168.7.12"
+    assert service["contract"]["headless"] is True and service["contract"]["router"] is False
+    # Without the host's interfaces in its facts, the role reads its network facts first.
+    assert result["read_network"] is True
+    facts = dict(h200_facts(), interfaces=["lo"], lo={"ipv4": {"address": "127.0.0.1", "netmask": "255.0.0.0"}})
+    assert run_with({"inputs": role_inputs(inventory_hostname="gpu-02"), "list_services": True,
+                     "services": [NODES_ITEM]}, "gpu-02", hostvars, groups, facts=facts)["read_network"] is False
+    assert run_with({"inputs": role_inputs(inventory_hostname="gpu-02"), "list_services": True,
+                     "services": [dict(NODES_ITEM, nodes=None)]}, "gpu-02", hostvars, groups,
+                    facts=h200_facts())["read_network"] is False
+    # A node without an address, nor facts: named with the variable.
+    result = run_with({"inputs": role_inputs(inventory_hostname="gpu-02"), "list_services": True,
+                       "services": [NODES_ITEM]}, "gpu-02", {"gpu-01": {}, "gpu-02": {}}, groups, facts=h200_facts())
+    assert any("gpu-01 has no vllm_serve_node_address" in message for message in result["errors"])
+
+
+def test_the_gate_adds_the_checks_over_every_node_outside_preflight():
+    def checked(commit):
+        return [{"plan": {"service": "vllm-big", "model_dir": "/m/big/current", "env": {}},
+                 "seen": {"model": {"manifest": {"commit": commit}}, "vllm": {"version": "0.32.0"}}}]
+    node = {"group": "qwen_big", "hosts": ["gpu-01", "gpu-02"], "nnodes": 2, "rank": 0}
+    listed = {"errors": [], "contract": [], "services": [{"unit": "vllm-big", "vars": {"vllm_serve_node": node}}]}
+    hostvars = {"gpu-01": {"vllm_serve_checked": checked("a" * 40)}, "gpu-02": {"vllm_serve_checked": checked("b" * 40)}}
+    args = {"inputs": role_inputs(), "listed": listed, "gates": [{"errors": [], "compat_warnings": []}]}
+    result = run_with(dict(args, across=True), "gpu-01", hostvars, {})
+    assert result["ok"] is False and any("differ in the model's commit" in message for message in result["errors"])
+    assert run_with(args, "gpu-01", hostvars, {})["ok"] is True
+    hostvars["gpu-02"] = {}
+    result = run_with(dict(args, across=True), "gpu-01", hostvars, {})
+    assert any("gpu-02 is node 1 of the deployment vllm-big" in message for message in result["errors"])

@@ -469,3 +469,27 @@ def test_bench_result_failures(run_module, tmp_path):
     assert kind == "fail" and "completed no request" in result["msg"]
     kind, result, dummy = run_module(vllm_bench_result.main, {"path": BENCH, "thresholds": {"fast": 1}})
     assert kind == "fail" and "fast not known" in result["msg"]
+
+
+def test_health_of_a_headless_node_reads_the_head_s_health_and_sends_no_key(run_module, stand_in, key_file, tools):
+    url, dummy = stand_in
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, headless=True))
+    assert kind == "exit" and result["ok"] and sorted(result["checks"]) == ["head", "node"]
+    assert StandIn.seen == [("GET", "/health", None)]
+    assert result["listener"] is None
+
+
+@pytest.mark.parametrize("state, health, failed", [
+    ("ActiveState=active\nSubState=running\nMainPID=1\nNRestarts=0\n", 503, "head"),
+    ("ActiveState=failed\nSubState=failed\nMainPID=0\nNRestarts=2\n", 200, "node"),
+])
+def test_health_of_a_headless_node_fails_with_its_log_masked(run_module, stand_in, key_file, tools, state, health,
+                                                             failed):
+    url, current = stand_in
+    current["health"] = health
+    tools.write_text(state)
+    kind, result, dummy = run_module(vllm_health.main, health_args(url, key_file, headless=True, timeout=2))
+    assert kind == "fail" and not result["checks"][failed]["ok"]
+    assert "(a headless node; head %s) failed its health gate" % url in result["msg"]
+    assert result["log_tail"][-1] == "env VLLM_API_KEY=***" and KEY not in json.dumps(result)
+    assert all(auth is None for dummy, dummy2, auth in StandIn.seen)
