@@ -118,9 +118,8 @@ class ActionModule(RoleAction):
             ansible_host=task_vars.get("ansible_host"), check_gpus=not read_gpus,
             nodes=self.nodes_view(listed, task_vars))
         # A deployment across hosts needs the host's interfaces (the one that holds its node address).
-        read_network = "interfaces" not in facts and any(
-            isinstance(item, dict) and item.get("nodes") for item in (listed if isinstance(listed, (list, tuple))
-                                                                       else []))
+        items = listed if isinstance(listed, (list, tuple)) else []
+        read_network = "interfaces" not in facts and any(isinstance(item, dict) and item.get("nodes") for item in items)
         result.update(found, changed=False, read_gpus=read_gpus, read_network=read_network)
         return result
 
@@ -131,13 +130,15 @@ class ActionModule(RoleAction):
         hostvars = task_vars.get("hostvars") or {}
         batch = task_vars.get("ansible_play_batch")
         batch = list(batch) if isinstance(batch, (list, tuple)) else None
+        play_hosts = task_vars.get("ansible_play_hosts_all")
+        play_hosts = list(play_hosts) if isinstance(play_hosts, (list, tuple)) else None
         found = []
         for service in listed.get("services") or []:
             node = ((service or {}).get("vars") or {}).get("vllm_serve_node")
             if not node:
                 continue
             members = dict((host, (hostvars.get(host) or {}).get("vllm_serve_checked")) for host in node["hosts"])
-            found.extend(_serve_nodes.across(service["unit"], node, members, batch))
+            found.extend(_serve_nodes.across(service["unit"], node, members, batch, play_hosts))
         return found
 
     @staticmethod

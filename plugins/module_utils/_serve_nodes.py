@@ -181,7 +181,8 @@ def resolve(nodes, hostname, groups, addresses, facts=None, test_host=False, pat
     if errors or hostname not in ordered:
         return {"node": None, "errors": errors}
     address = _text(addresses.get(hostname))
-    return {"node": {"group": group, "hosts": ordered, "nnodes": len(ordered), "rank": ordered.index(hostname),
+    return {"node": {"group": group, "hosts": ordered, "addresses": [_text(addresses.get(one)) for one in ordered],
+                     "nnodes": len(ordered), "rank": ordered.index(hostname),
                      "head": head, "master_addr": _text(addresses.get(head)), "master_port": nodes["master_port"],
                      "address": address, "interface": interface_of(facts, address)},
             "errors": errors}
@@ -227,10 +228,11 @@ def world_problems(label, path, tp, pp, dp, gpus, nnodes, test_host=False):
     return []
 
 
-def across(unit, node, members, batch=None):
+def across(unit, node, members, batch=None, play_hosts=None):
     """The checks over every node's gate before any start, from this host's view: node (resolve()'s), members
     ({host: [checked] or None}: each node's vllm_serve_checked of this run, None where the host has none), batch
-    (the play's batch, ansible_play_batch, or None: the nodes start together, so every one is in it).
+    (the play's batch, ansible_play_batch, or None: the nodes start together, so every one is in it), play_hosts
+    (every host of the play, ansible_play_hosts_all, or None).
 
     Each checked entry is {plan, seen} as the role keeps them: plan.service, plan.model_dir, plan.gpu_count;
     seen.model.manifest.commit, seen.vllm.version. Returns the problems, each naming the node and the fix."""
@@ -239,18 +241,24 @@ def across(unit, node, members, batch=None):
     rows = []
     for host in node.get("hosts") or []:
         checked = _dict(members).get(host)
+        rank = node["hosts"].index(host)
+        if play_hosts is not None and host not in play_hosts:
+            found.append("%s is node %d of the deployment %s (group %s) but not a host of this run (left out by"
+                         " --limit, or by the play's hosts): vLLM starts only with every node. Fix: run the play on"
+                         " every host of group %s" % (host, rank, unit, node.get("group"), node.get("group")))
+            continue
         if batch is not None and host not in batch:
             found.append("%s is node %d of the deployment %s (group %s) but not in this batch of the play (%s): the"
                          " nodes start together. Fix: set llm_stack_serial to %d or more (or a percentage that"
                          " keeps group %s in one batch), or serve group %s in a play of its own" % (
-                             host, node["hosts"].index(host), unit, node.get("group"), ", ".join(batch) or "none",
+                             host, rank, unit, node.get("group"), ", ".join(batch) or "none",
                              len(node["hosts"]), node.get("group"), node.get("group")))
             continue
         if checked is None:
-            found.append("%s is node %d of the deployment %s (group %s) but is not in this run, or stopped before"
-                         " its gate: vLLM starts only with every node. Fix: run the play on every host of group %s"
-                         " (no --limit that splits it), after fixing that host" % (
-                             host, node["hosts"].index(host), unit, node.get("group"), node.get("group")))
+            found.append("%s is node %d of the deployment %s (group %s) but stopped before its gate in this run (it"
+                         " failed earlier, or serves nothing): vLLM starts only with every node. Fix: fix that host"
+                         " (its error above), then run the play on every host of group %s"
+                         % (host, rank, unit, node.get("group"), node.get("group")))
             continue
         entry = None
         for one in checked or []:

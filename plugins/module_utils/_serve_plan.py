@@ -89,6 +89,12 @@ def pid1_mode(info):
     return "systemd" if comm == "systemd" else "supervisord"
 
 
+def _is_loopback(address):
+    """Whether a bind address is a loopback address (127.0.0.0/8, ::1, localhost)."""
+    text = _text(address).strip("[]")
+    return text == "localhost" or text == "::1" or text.startswith("127.")
+
+
 def _url_host(address):
     """An address as a URL's host: an IPv6 address in brackets."""
     return "[%s]" % address if ":" in address and not address.startswith("[") else address
@@ -408,6 +414,13 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
     config_dir = _text(get("config_dir"))
     connect = "127.0.0.1" if bind in ("0.0.0.0", "::", "[::]") else bind
     base_url = "http://%s:%s" % (connect, port)
+    # A node waits for the GPUs of its own set (each runs world / nnodes ranks); one host's server for tp x pp.
+    visible = [item for item in _text(_dict(env_user).get("CUDA_VISIBLE_DEVICES")).split(",") if item.strip()]
+    wait_count = len(visible) if node and visible else (tp or 0) * (pp or 1)
+    if node and _is_loopback(bind) and not test_host:
+        errors.append("vllm_serve_host=%s on a node of a deployment across hosts: the other nodes' gates read the"
+                      " head's /health at its bind address, and a loopback address is only the head's own. Fix: set"
+                      " the service's host to 0.0.0.0 or to the head's node address" % bind)
     # A headless node's gate reads the head's /health: at the head's bind (the same service settings on every node),
     # or at its node address where the head listens on every address.
     head_url = None
@@ -456,6 +469,9 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "model": {"target": _dict(info.get("model")).get("resolved"), "commit": manifest.get("commit"),
                   "repo_id": manifest.get("repo_id")},
     }
+    if node:
+        # The whole deployment (its hosts, their addresses, the head): a change of any node restarts every node.
+        identity["node"] = node
     bench_file = "%s/%s-%s.json" % (_text(get("benchmark_dir")), service, fingerprint(identity)[:16])
     bench_argv = list(bench_command) + [
         "--backend", "vllm", "--base-url", base_url, "--endpoint", "/v1/completions",
@@ -489,7 +505,7 @@ def plan(inputs, facts=None, info=None, api_key=None, hf_token=None):
         "stop_timeout": STOP_TIMEOUT,
         "stop_grace": STOP_GRACE,
         "gpu_wait": {"timeout": gpu_wait_timeout, "memory_utilization": gmu,
-                     "gpus": gpu_indexes(env, (tp or 0) * (pp or 1) // nnodes if gpus else 0)},
+                     "gpus": gpu_indexes(env, wait_count if gpus else 0)},
         "supervisor_version": _text(get("supervisor_version")),
         "supervisorctl": ["%s/bin/supervisorctl" % supervisor_venv, "-c", files["supervisor_conf"]],
         "supervisor_pip_argv": supervisor_pip_argv(supervisor_venv, _text(get("supervisor_version")),

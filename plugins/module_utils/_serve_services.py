@@ -234,10 +234,14 @@ def services(inputs, single):
             port = serve_fit.whole(port, path + ".port", errors, "set it to a free TCP port such as 8000", low=1024,
                                    high=65535)
         extra = serve_fit.list_of_str(get("extra_args"), path + ".extra_args", errors, "list one argument per item")
-        for arg in extra:
-            if arg.split("=", 1)[0] in _serve_nodes.FLAGS:
-                errors.append("%s.extra_args has %s, which the role sets for a deployment across hosts. Fix: remove it"
-                              " and set %s.nodes: {group: <the inventory group of its hosts>}" % (path, arg, path))
+        # The list the service runs: its own, else vllm_serve_extra_args (role_vars); vLLM reads _ as -.
+        used, used_path = (extra, path + ".extra_args") if extra else (
+            serve_fit.list_of_str(single.get("extra_args"), "vllm_serve_extra_args", [], ""), "vllm_serve_extra_args")
+        for arg in used:
+            if arg.split("=", 1)[0].replace("_", "-") in _serve_nodes.FLAGS:
+                errors.append("%s has %s, which the role sets for a deployment across hosts (%s). Fix: remove it and"
+                              " set %s.nodes: {group: <the inventory group of its hosts>}"
+                              % (used_path, arg, path, path))
         env = _env(get("env"), path + ".env", errors)
         for key in sorted(set(env) & set(_serve_nodes.ENV)) if nodes else []:
             errors.append("%s.env.%s is set by the role for each node of the deployment. Fix: remove it (set"
@@ -323,6 +327,17 @@ def problems(services_, host_gpus, fit=None, other_ports=None):
                          % (one["path"], port, ports[port], _label(one)))
         else:
             ports[port] = _label(one)
+    # The master port of a deployment across hosts listens on its head: not another service's port, nor another
+    # deployment's.
+    for one in listed:
+        port = _dict(one.get("nodes")).get("master_port")
+        if port is None:
+            continue
+        if port in ports:
+            found.append("%s.nodes.master_port=%d is also %s's. Fix: give each deployment a master port of its own,"
+                         " free on its head" % (one["path"], port, ports[port]))
+        else:
+            ports[port] = "%s (master port)" % _label(one)
     if fit is not None:
         for one in listed:
             found.extend(_fit_problems(one, memory, count, _dict(fit)))

@@ -312,7 +312,7 @@ def test_across_passes_when_every_node_matches():
 
 
 @pytest.mark.parametrize("second, says", [
-    (None, "gpu-02 is node 1 of the deployment vllm-big (group qwen_big) but is not in this run"),
+    (None, "gpu-02 is node 1 of the deployment vllm-big (group qwen_big) but stopped before its gate"),
     ([], "gpu-02 is in group qwen_big but does not list the service vllm-big"),
     (checked(commit=""), "the model of vllm-big is not fetched on gpu-02"),
     (checked(commit="def"), "differ in the model's commit: gpu-01 abc; gpu-02 def"),
@@ -330,3 +330,46 @@ def test_across_refuses_a_batch_that_splits_the_nodes():
     assert len(found) == 1 and "gpu-02 is node 1 of the deployment vllm-big (group qwen_big) but not in this batch" \
         in found[0] and "Fix: set llm_stack_serial to 2 or more" in found[0]
     assert N.across("vllm-big", NODE, {"gpu-01": checked(), "gpu-02": checked()}, batch=["gpu-02", "gpu-01"]) == []
+
+
+def test_across_names_why_a_node_is_missing():
+    found = N.across("vllm-big", NODE, {"gpu-01": checked()}, batch=["gpu-01"], play_hosts=["gpu-01"])
+    assert len(found) == 1 and "not a host of this run (left out by --limit" in found[0]
+    found = N.across("vllm-big", NODE, {"gpu-01": checked(), "gpu-02": None}, batch=["gpu-01", "gpu-02"],
+                     play_hosts=["gpu-01", "gpu-02"])
+    assert len(found) == 1 and "stopped before its gate in this run (it failed earlier" in found[0]
+
+
+def test_a_change_of_any_node_restarts_every_node():
+    nodes = {"group": "qwen_big", "head": None, "master_port": 29500}
+    node = N.resolve(nodes, "gpu-01", GROUPS, ADDRESSES)["node"]
+    moved = N.resolve(nodes, "gpu-01", GROUPS, dict(ADDRESSES, **{"gpu-02": "10.20.0.99"}))["node"]
+    assert node["addresses"] == ["10.20.0.11", "10.20.0.12"]
+    head = dict(plan_inputs(node), hostname="gpu-01")
+    # The head's own flags and address are the same; the worker's address moved.
+    assert vllm_serve.plan(head, facts=h200_host(4))["argv"] == \
+        vllm_serve.plan(dict(head, node=moved), facts=h200_host(4))["argv"]
+    assert vllm_serve.plan(head, facts=h200_host(4))["fingerprint"] != \
+        vllm_serve.plan(dict(head, node=moved), facts=h200_host(4))["fingerprint"]
+
+
+def test_a_node_waits_for_its_own_gpu_set_and_binds_where_the_others_reach_it():
+    node = N.resolve({"group": "qwen_big", "head": None, "master_port": 29500}, "gpu-02", GROUPS, ADDRESSES)["node"]
+    inputs = dict(plan_inputs(node), env={"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    assert vllm_serve.plan(inputs, facts=h200_host(8))["gpu_wait"]["gpus"] == [4, 5, 6, 7]
+    plan = vllm_serve.plan(dict(inputs, host="127.0.0.1"), facts=h200_host(8))
+    assert any("vllm_serve_host=127.0.0.1 on a node of a deployment across hosts" in m for m in plan["errors"])
+    test_path = vllm_serve.plan(dict(inputs, host="127.0.0.1", cpu_only_test_host=True), facts=h200_host(8))
+    assert not any("on a node of a deployment" in m for m in test_path["errors"])
+
+
+def test_the_flags_of_the_list_the_service_runs_any_spelling():
+    found = S.services([item(extra_args=None)], dict(SINGLE, extra_args=["--node_rank", "1"]))
+    assert any(m.startswith("vllm_serve_extra_args has --node_rank, which the role sets") for m in found["errors"])
+
+
+def test_the_master_port_is_no_other_service_s_port():
+    one = item(name="a", port=8000, nodes={"group": "qwen_big", "master_port": 8001})
+    two = item(name="b", port=8001, gpus=[4, 5, 6, 7], nodes=None, tensor_parallel_size=4, pipeline_parallel_size=1)
+    found = S.problems(S.services([one, two], SINGLE)["services"], h200_host(8))
+    assert any("nodes.master_port=8001 is also" in message for message in found), found
