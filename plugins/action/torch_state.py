@@ -30,6 +30,7 @@ OPTIONS = dict(
     collect=dict(type="bool", default=False),
     wheelhouse_dest=dict(type="str"),
     after_install=dict(type="bool", default=False),
+    package_index_ca_cert=dict(type="str", default=""),
 )
 
 
@@ -49,6 +50,8 @@ class ActionModule(RoleAction):
         wheelhouse = torch_state.reading_wheelhouse(gate_args, args["wheelhouse_dest"])
         if wheelhouse is not None:
             read["wheelhouse"] = wheelhouse
+        # The proxy's CA, a controller file (the gate judges a missing one): its text goes to the reading.
+        read["package_index_ca"] = torch_state.controller_text(args["package_index_ca_cert"])
         reading, warnings, read_facts = torch_state.split_reading(
             self._execute_module(module_name=READER, module_args=read, task_vars=task_vars))
         if read_facts:

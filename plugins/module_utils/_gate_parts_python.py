@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils._gate_common im
     _q,
 )
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._readers import text as _text
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import package_proxy
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.compat import _src, torch_cuda_tag
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, caps_of
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.versions import Version, VersionError
@@ -104,6 +105,7 @@ def part_torch(p, params, report):
                    % (", ".join(compat._short(item, 60) for item in bad), _src("torch-extra-packages")))
 
     _interpreter_checks(p, params, report)
+    _package_index_checks(params, report)
 
     wheelhouse = _text(params.get("torch_wheelhouse"))
     if wheelhouse:
@@ -118,6 +120,34 @@ def part_torch(p, params, report):
             report.add("torch-wheelhouse",
                        "torch_wheelhouse=%s: has no torch %s wheel %s. Fix: add it with %s"
                        % (wheelhouse, version, _src("torch-wheelhouse"), fill))
+
+
+def _package_index_checks(params, report):
+    """llm_stack_package_index_url: a proxy's base URL, and the proxy's answer to the host for its torch build."""
+    base = _text(params.get("package_index_url"))
+    if not base or _text(params.get("torch_wheelhouse")):
+        return
+    problem = package_proxy.fleet_problem(base)
+    if problem:
+        report.add("package-index", "%s %s" % (problem, _src("package-index")))
+        return
+    ca_cert = _text(params.get("package_index_ca_cert"))
+    if ca_cert and not os.path.isfile(ca_cert):
+        report.add("package-index",
+                   "llm_stack_package_index_ca_cert=%s: not a file on the controller %s. Fix: set it to the PEM file"
+                   " of the CA that signed the proxy's certificate (the cache host's fleet_cache_index_tls_cert,"
+                   " itself where it is self-signed), or to \"\" where the hosts' trust store has it"
+                   % (ca_cert, _src("package-index")))
+        return
+    asked = params.get("package_index")
+    if isinstance(asked, dict) and not asked.get("answered"):
+        build = _text(asked.get("build")) or "its build"
+        report.add("package-index",
+                   "llm_stack_package_index_url=%s: the cache host's package proxy does not serve this host's index"
+                   " %s (%s) %s. Fix: run the cache host's play (role fleet_cache, fleet_cache_proxy: true) with %s"
+                   " in fleet_cache_proxy_torch_builds, check that this host reaches it (and trusts its certificate:"
+                   " llm_stack_package_index_ca_cert), or set llm_stack_package_index_url to \"\""
+                   % (base, _text(asked.get("url")), _text(asked.get("error")), _src("package-index"), build))
 
 
 def _interpreter_checks(p, params, report):

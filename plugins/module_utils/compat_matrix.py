@@ -266,6 +266,9 @@ RULES = (
      "text": "An existing venv runs the pinned Python."},
     {"id": "torch-wheelhouse", "part": "torch", "severity": "error", "source": "roles",
      "text": "torch_wheelhouse is a directory on the controller holding the torch wheel."},
+    {"id": "package-index", "part": "torch", "severity": "error", "source": "roles",
+     "text": "llm_stack_package_index_url is the base URL of the cache host's package proxy, and the proxy answers"
+             " the host for its torch build's index."},
     # part flash_attn: the flash_attn_build role's checks.
     {"id": "flash-attn-version-format", "part": "flash_attn", "severity": "error", "source": "roles",
      "text": "The flash-attn pin is a release such as 2.8.3."},

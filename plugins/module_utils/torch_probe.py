@@ -32,6 +32,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import package_proxy
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, covered_by, parse_cap
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
@@ -445,29 +446,46 @@ def _arch_fix(torch_version, caps):
             "names one)" % (torch_version, ", ".join(caps)))
 
 
-def install_plan(expect_version=None, expect_local=None, gpu_count=0, cpu_only_test_host=False, pip_spec=None,
-                 index_url=None, wheelhouse=None):
-    """What the torch role installs: {build, spec, default_index_url, source}.
+def install_build(expect_local=None, gpu_count=0, cpu_only_test_host=False):
+    """The torch build a host installs: the pinned CUDA build's tag, or cpu on a CPU-only test host without GPUs
+    (test path: the test fleet's wheelhouse, or its proxy, holds the CPU wheel)."""
+    return "cpu" if cpu_only_test_host and not gpu_count else expect_local
 
-    build is the pinned CUDA build's tag, or cpu on a CPU-only test host
-    without GPUs (test path: the test fleet's wheelhouse holds the CPU
-    wheel); spec is pip_spec when given, else torch==VERSION+BUILD;
-    default_index_url is PyTorch's index of that build (the index when none
-    is set); source says where from, credentials masked.
+
+def install_plan(expect_version=None, expect_local=None, gpu_count=0, cpu_only_test_host=False, pip_spec=None,
+                 index_url=None, wheelhouse=None, package_index_url=None, package_index_ca_path=None):
+    """What the torch role installs: {build, spec, default_index_url, source, proxy, pip_cert}.
+
+    build is install_build's; spec is pip_spec when given, else
+    torch==VERSION+BUILD; default_index_url is the index pip uses when
+    torch_index_url is not set: the build's index of the cache host's
+    package proxy where package_index_url (llm_stack_package_index_url, its
+    base URL) is set, else PyTorch's index of that build; source says where
+    from, credentials masked. proxy: pip goes through the cache host's
+    package proxy (its base set, no wheelhouse and no index of the role's
+    own); pip_cert: the proxy's CA on the host that pip is given
+    (package_index_ca_path, where the proxy is used and its CA is set), else
+    '', and pip_cert_environment the variable that gives it to pip.
     """
-    build = "cpu" if cpu_only_test_host and not gpu_count else expect_local
+    build = install_build(expect_local, gpu_count, cpu_only_test_host)
     if pip_spec:
         spec = pip_spec
     elif expect_version:
         spec = "torch==%s%s" % (expect_version, ("+" + build) if build else "")
     else:
         spec = "torch"
-    default_index = (DEFAULT_INDEX + build) if build else None
+    if package_index_url and build:
+        default_index = package_proxy.index_url(package_index_url, build)
+    else:
+        default_index = (DEFAULT_INDEX + build) if build else None
     if wheelhouse:
         source = "wheelhouse %s" % wheelhouse
     else:
         source = mask_credentials(index_url or default_index or "the index pip is configured with")
-    return {"build": build, "spec": spec, "default_index_url": default_index, "source": source}
+    proxy = bool(package_index_url and build and not wheelhouse and not index_url)
+    pip_cert = (package_index_ca_path or "") if proxy else ""
+    return {"build": build, "spec": spec, "default_index_url": default_index, "source": source, "proxy": proxy,
+            "pip_cert": pip_cert, "pip_cert_environment": {"PIP_CERT": pip_cert} if pip_cert else {}}
 
 
 def needs_install(info, problems, unmet):

@@ -14,12 +14,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.host_gpus import gpus_known, host_gpus
 
 # What the action sets itself, never the caller: from the play's facts, and how the reading is returned.
 READ_SET_HERE = ("read_gpus", "gpu_count", "compute_caps", "driver_version", "set_facts")
 # What the gate takes from the host's GPUs and the reading, never from the caller.
-GATE_SET_HERE = ("parts", "gpus", "driver_version", "interpreter", "venv_python", "fail_as", "show_warnings")
+GATE_SET_HERE = ("parts", "gpus", "driver_version", "interpreter", "venv_python", "fail_as", "show_warnings",
+                 "package_index")
 
 
 class TorchStateError(TypeError):
@@ -86,7 +89,20 @@ def gate_options(gate, facts, reading, fail_as=""):
         options["driver_version"] = gpus["driver_version"]
     if venv.get("python_version"):
         options["venv_python"] = venv["python_version"]
+    if isinstance(reading.get("package_index"), dict):
+        options["package_index"] = reading["package_index"]
     return options
+
+
+def controller_text(path):
+    """The text of a controller file (the package proxy's CA), '' where path is empty or no readable file."""
+    if not path or not os.path.isfile(path):
+        return ""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def last_reading(reading, after_install=False):

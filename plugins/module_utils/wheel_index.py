@@ -142,6 +142,12 @@ def config_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=
     return problems
 
 
+def unit_path_bad(path):
+    """Whether a directory cannot go into a systemd unit's lines as it is (white space, control characters,
+    quotes, backslashes, % or $)."""
+    return bool(_UNIT_PATH_BAD.search(path))
+
+
 def path_abnormality(path):
     """Why path is not an absolute, normalized path other than / ('' when it is one).
 

@@ -34,6 +34,10 @@ options:
         C(wheelhouse_dest), C(user), C(pypiserver_version), C(gunicorn_version), C(pip_index_url) (the index pip
         installs pypiserver from; only whether it is set is read) - and C(index_url), the URL the fleet reaches the
         index at (C(llm_stack_wheel_index_url); empty, no warning).
+      - C(proxy), the package proxy's settings - C(enabled) (C(fleet_cache_proxy); the rest is checked only where it
+        is true), C(port), C(devpi_port), C(devpi_version), C(pypi_url), C(torch_url), C(builds), C(offline),
+        C(user), C(venv), C(serverdir) and C(outside_url) (C(llm_stack_package_index_url)) - checked with
+        C(package_proxy.host_problems).
       - A directory left out is not checked, but C(data_dir) always is; C(user) left out is not checked.
       - Declared C(no_log) (C(index_url) and C(pip_index_url) may hold credentials).
     type: dict
@@ -109,6 +113,14 @@ probe_url:
   returned: success
   type: str
   sample: https://127.0.0.1:8080/simple/
+proxy:
+  description:
+    - Where C(proxy.enabled), what the role's proxy tasks run (C(package_proxy.server_plan)) - C(indexes) (the devpi
+      indexes, C(path) and C(config)), C(argv) (devpi-server's command line), C(pip_argv) (pip's command that
+      installs devpi-server), C(devpi_url) (devpi on the loopback) and C(probe_url) (the front, where the cache
+      host asks it); else null.
+  returned: success
+  type: dict
 msg:
   description: On failure, C(fleet_cache on HOST:) and every problem.
   returned: on failure

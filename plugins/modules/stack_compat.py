@@ -228,6 +228,21 @@ options:
     type: list
     elements: str
     default: []
+  package_index_url:
+    description:
+      - Part C(torch). C(llm_stack_package_index_url), the base URL of the cache host's package proxy; empty for
+        none. Not used where O(torch_wheelhouse) is set.
+    type: str
+  package_index_ca_cert:
+    description:
+      - Part C(torch). C(llm_stack_package_index_ca_cert), the controller file of the proxy's CA; empty for the
+        hosts' trust store. Checked where O(package_index_url) is set.
+    type: str
+  package_index:
+    description:
+      - Part C(torch). What the host's C(torch_info) made of the proxy's answer for its torch build (its result
+        C(package_index) with C(url), C(answered), C(error) and C(build)); omitted where it did not ask.
+    type: dict
   flash_attn_source:
     description:
       - Part C(flash_attn). C(flash_attn_build_source), C(sdist) or C(git).

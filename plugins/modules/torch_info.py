@@ -115,6 +115,20 @@ options:
   wheelhouse:
     description: Host directory of wheels torch is installed from instead of an index, for the messages.
     type: str
+  package_index_url:
+    description:
+      - The base URL of the cache host's package proxy (C(llm_stack_package_index_url)); empty for none. Where it is
+        set and I(wheelhouse) is not, RV(install) C(default_index_url) is the proxy's index of the host's torch build,
+        and the module asks the proxy for that index (RV(package_index)).
+    type: str
+  package_index_ca:
+    description: The CA certificate (PEM text) the proxy's certificate is checked with; empty for the host's trust
+      store.
+    type: str
+  package_index_ca_path:
+    description: Where the torch role keeps I(package_index_ca) on the host, for pip (RV(install) C(pip_cert)); empty
+      where no CA is given.
+    type: str
   pip_spec:
     description:
       - What the torch role asks pip for (C(torch_pip_spec)); empty for C(torch==VERSION+BUILD), the build being
@@ -256,12 +270,24 @@ report:
 install:
   description:
     - What the torch role installs when RV(needs_install); C(build) (the tag, C(cpu) on a CPU-only test host without
-      GPUs), C(spec) (what pip is asked for), C(default_index_url) (PyTorch's index of that build, used when no index
-      is set) and C(source) (where from, for the messages, credentials masked).
+      GPUs), C(spec) (what pip is asked for), C(default_index_url) (PyTorch's index of that build, or the cache
+      host's package proxy's index of it where I(package_index_url) is set, used when no index is set) and
+      C(source) (where from, for the messages, credentials masked).
+    - C(proxy) (pip goes through the proxy), C(pip_cert) (the proxy's CA on the host for pip, or empty) and
+      C(proxy_key) (the index and the spec where the host installs through the proxy, else empty; the first host
+      of each key installs before the others).
   returned: always
   type: dict
   sample: {build: cu128, spec: torch==2.10.0+cu128, default_index_url: "https://download.pytorch.org/whl/cu128",
            source: "https://download.pytorch.org/whl/cu128"}
+package_index:
+  description:
+    - Where I(package_index_url) is set and I(wheelhouse) is not, the answer of the proxy for the host's torch build
+      (to C(GET <base>/root/<build>)) - C(url) (the index pip uses), C(answered) (it answered 200 with an index
+      that inherits, as the cache host's fleet_cache role makes it), C(error) (why not) and C(build); else null.
+  returned: always
+  type: dict
+  sample: {url: "https://cache-01:8081/root/cu128/+simple/", answered: true, error: "", build: cu128}
 record_written:
   description: Whether the record was written (or, in check mode, would be).
   returned: always
@@ -349,13 +375,42 @@ ansible_facts:
 import json
 import os
 
+import tempfile
+
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import compat
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import package_proxy
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import python_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils import torch_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.proc import run
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.python_probe import ProbeError, run_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
+
+
+def ask_package_index(base, build, ca_pem):
+    """The proxy's answer for the build's index: package_proxy.answer of GET <base>/root/<build>?no_projects=."""
+    url = package_proxy.index_url(base, build)
+    ca_file = None
+    try:
+        if ca_pem:
+            handle = tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False)
+            with handle:
+                handle.write(ca_pem)
+            ca_file = handle.name
+        try:
+            response = open_url(package_proxy.config_url(base, build), use_proxy=False, timeout=20, ca_path=ca_file,
+                                headers={"Accept": "application/json"})
+            status, body = response.getcode(), response.read()
+        except HTTPError as exc:
+            status, body = exc.code, b""
+        except (URLError, OSError, ValueError) as exc:
+            status, body = None, str(exc).encode("utf-8", "replace")
+    finally:
+        if ca_file:
+            os.unlink(ca_file)
+    return dict(package_proxy.answer(url, status, body), build=build)
 
 
 def main():
@@ -375,6 +430,9 @@ def main():
             expect_local=dict(type="str"),
             index_url=dict(type="str"),
             wheelhouse=dict(type="str"),
+            package_index_url=dict(type="str"),
+            package_index_ca=dict(type="str"),
+            package_index_ca_path=dict(type="str"),
             pip_spec=dict(type="str"),
             gpu_count=dict(type="int", default=0),
             compute_caps=dict(type="list", elements="str", default=[]),
@@ -462,7 +520,13 @@ def main():
 
     install = torch_probe.needs_install(info, problems, unmet)
     plan = torch_probe.install_plan(p["expect_version"], expect_local, gpu_count, p["cpu_only_test_host"],
-                                    p["pip_spec"], index_url, p["wheelhouse"])
+                                    p["pip_spec"], index_url, p["wheelhouse"], p["package_index_url"],
+                                    p["package_index_ca_path"] if p["package_index_ca"] else "")
+    # The key of what this host installs through the proxy: the first host of each key installs first.
+    plan["proxy_key"] = "%s %s" % (plan["default_index_url"], plan["spec"]) if plan["proxy"] and install else ""
+    package_index = None
+    if p["package_index_url"] and not p["wheelhouse"] and plan["build"]:
+        package_index = ask_package_index(p["package_index_url"], plan["build"], p["package_index_ca"])
     result = dict(
         changed=False, unmet=unmet, problems=problems, notes=notes, gpu_checks=gpu_checks, info=info,
         ok=not problems and not unmet, needs_install=install, install=plan,
@@ -470,7 +534,8 @@ def main():
         report=torch_probe.report_lines(info, gpu_checks, notes, module.check_mode, install,
                                         "%s would be installed into %s from %s" % (plan["spec"], venv, plan["source"]),
                                         gpu_count),
-        record_written=False, record_stale=False, interpreter=interpreter, venv=venv_read, toolkits=toolkits)
+        record_written=False, record_stale=False, interpreter=interpreter, venv=venv_read, toolkits=toolkits,
+        package_index=package_index)
 
     record = torch_probe.fresh_record(info["torch"], problems)
     if record is not None and torch_probe.read_record(venv) != record:

@@ -73,6 +73,13 @@ options:
       - The gate then only reports (RV(ok) and its errors); it stopped the host before the install where it had to.
     type: bool
     default: false
+  package_index_ca_cert:
+    description:
+      - The controller file of the package proxy's CA (C(llm_stack_package_index_ca_cert)); its text goes to the
+        reading (C(torch_info)'s C(package_index_ca)), which checks the proxy's certificate with it. Empty, or no
+        such file (which the gate reports), for the host's trust store.
+    type: str
+    default: ""
 attributes:
   check_mode:
     support: full

@@ -7,12 +7,14 @@ the CUDA runfile from a URL or its own mirror; an AWX execution environment
 carries no wheelhouse. The test hosts have no internet, so this serves the
 controller's fixtures the same way:
   /simple/<project>/     a PEP 503 simple index of every wheel and sdist of
-                         the given directories (static pages, sha256 in the links)
+                         the given directories (static pages, sha256 in the links);
+                         --simple cpu serves it at /cpu/<project>/, as PyTorch's
+                         index serves a build's (the package proxy's stand-in upstream)
   /files/<dir>/<file>    the files themselves (the CUDA runfile among them)
 with Python's http.server (one process, pid in DIR/index.pid, log in DIR/index.log).
 
 Usage:
-  file_index.py start --root DIR --port PORT --source NAME=SRC_DIR [--source NAME=SRC_DIR ...]
+  file_index.py start --root DIR --port PORT [--simple PATH] --source NAME=SRC_DIR [--source NAME=SRC_DIR ...]
   file_index.py stop --root DIR
 """
 
@@ -51,10 +53,11 @@ def sha256(path):
     return digest.hexdigest()
 
 
-def build(root, sources):
-    """Write root/files/<name> -> source links and the static simple index; return the project count."""
+def build(root, sources, simple_path="simple"):
+    """Write root/files/<name> -> source links and the static simple index under root/<simple_path>/; return the
+    project count."""
     files_dir = os.path.join(root, "files")
-    simple = os.path.join(root, "simple")
+    simple = os.path.join(root, simple_path)
     shutil.rmtree(files_dir, ignore_errors=True)
     shutil.rmtree(simple, ignore_errors=True)
     os.makedirs(files_dir)
@@ -121,13 +124,13 @@ def port_free(port):
         probe.close()
 
 
-def start(root, port, sources):
+def start(root, port, sources, simple_path="simple"):
     stop(root)
     os.makedirs(root, exist_ok=True)
     if not port_free(port):
         sys.stderr.write("127.0.0.1:%d is already in use by another process; stop it or pick another port\n" % port)
         return 1
-    count = build(root, sources)
+    count = build(root, sources, simple_path)
     with open(os.path.join(root, "index.log"), "wb") as log, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
@@ -135,7 +138,7 @@ def start(root, port, sources):
             stdin=devnull, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     with open(os.path.join(root, "index.pid"), "w", encoding="utf-8") as handle:
         handle.write("%d\n" % proc.pid)
-    url = "http://127.0.0.1:%d/simple/" % port
+    url = "http://127.0.0.1:%d/%s/" % (port, simple_path)
     for _attempt in range(100):
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
@@ -159,6 +162,7 @@ def main():
     parser.add_argument("--root", required=True)
     parser.add_argument("--port", type=int, default=28960)
     parser.add_argument("--source", action="append", default=[], help="NAME=DIR, served under /files/NAME/")
+    parser.add_argument("--simple", default="simple", help="the simple index's path (PyTorch's index: its build, cpu)")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     if args.action == "stop":
@@ -170,7 +174,9 @@ def main():
         if not name or not os.path.isdir(src):
             parser.error("%s: want NAME=DIR of an existing directory" % item)
         sources.append((name, src))
-    return start(root, args.port, sources)
+    if not re.match(r"^[a-z0-9][a-z0-9.]*$", args.simple):
+        parser.error("--simple %s: want one path component such as simple or cpu" % args.simple)
+    return start(root, args.port, sources, args.simple)
 
 
 if __name__ == "__main__":

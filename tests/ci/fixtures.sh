@@ -26,8 +26,9 @@
 #                           .debs (serving_fleet)
 #   monitoring              .cache/monitoring: tests/monitoring/build, Debian's
 #                           Prometheus and node-exporter .debs (serving_fleet)
-#   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver and
-#                           gunicorn for the cache host (fleet_cache, make site)
+#   fleet-cache-wheels      .cache/fleet_cache/wheelhouse: pypiserver,
+#                           gunicorn and devpi-server for the cache host
+#                           (fleet_cache, make site)
 #   awx-fleet-cache-wheels  .cache/awx-fleet-cache-wheels: the same for the
 #                           AWX test's index
 #
@@ -97,7 +98,10 @@ fixture_command() {
     vllm) printf '%s\n' tests/vllm/build "${dir}" "$(fixture_dir qwen_model_fetch)" ;;
     router) printf '%s\n' tests/router/build "${dir}" ;;
     monitoring) printf '%s\n' tests/monitoring/build "${dir}" ;;
-    fleet-cache-wheels | awx-fleet-cache-wheels)
+    fleet-cache-wheels)
+        printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${gunicorn}" "${devpi}"
+        ;;
+    awx-fleet-cache-wheels)
         printf '%s\n' tests/wheelhouse/download "${dir}" "${pypiserver}" "${gunicorn}"
         ;;
     esac
@@ -107,6 +111,7 @@ olah="olah==$(default_of hf_mirror hf_mirror_olah_version)"
 hub="huggingface_hub==$(default_of qwen_model_fetch qwen_model_fetch_huggingface_hub_version)"
 pypiserver="pypiserver==$(default_of fleet_cache fleet_cache_pypiserver_version)"
 gunicorn="gunicorn==$(default_of fleet_cache fleet_cache_gunicorn_version)"
+devpi="devpi-server==$(default_of fleet_cache fleet_cache_proxy_devpi_version)"
 
 if [[ "${1:-}" == --list ]]; then
     for name in "${every[@]}"; do

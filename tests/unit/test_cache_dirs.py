@@ -75,7 +75,7 @@ def _user_owned(role, user):
 def test_the_install_job_logs_in_a_directory_of_root_s_only():
     jobs = [_norm(task["gpufleet.llm_stack.run_logged"]["log"]) for task in _tasks("fleet_cache")
             if "gpufleet.llm_stack.run_logged" in task]
-    assert jobs == ["{{ fleet_cache_log_dir }}/pypiserver-install.log"]
+    assert jobs == ["{{ fleet_cache_log_dir }}/pypiserver-install.log", "{{ fleet_cache_log_dir }}/devpi-install.log"]
     owned = _owners("fleet_cache")
     for log in jobs:
         assert owned[posixpath.dirname(log)] == {"root"}, "the job files sit next to the log: %s" % log

@@ -203,3 +203,89 @@ def test_the_killed_builds_lock_was_taken_over(cache):
     assert "took over the lock of" in out and "holder dead" in out
     attempts = [b for b in ledger(cache) if b["result"] in ("built", "failed") and TAKEOVER_KEY in b["build_key"]]
     assert [b["job"] for b in attempts] == ["takeover-2"]
+
+
+# The package proxy: devpi-server behind HAProxy on https://127.0.0.1:28968, mirrors of the two stand-in upstreams.
+PROXY = "https://127.0.0.1:28968"
+GET_FILE = re.compile(r'"GET (/files/\S+) HTTP')
+ASK = """import json, ssl, sys, urllib.request, urllib.error
+ctx = ssl.create_default_context(cafile=%r)
+req = urllib.request.Request(sys.argv[2], method=sys.argv[1], data=b"{}" if sys.argv[1] != "GET" else None,
+                             headers={"Accept": "application/json", "Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, context=ctx, timeout=20) as answer:
+        print(answer.status, answer.read().decode())
+except urllib.error.HTTPError as exc:
+    print(exc.code, "")
+""" % CA
+
+
+def ask(host, method, url):
+    status, _sep, body = host.check_output("python3 -c %s %s %s" % (quote(ASK), method, quote(url))).partition(" ")
+    return int(status), body
+
+
+def quote(text):
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def upstream_gets():
+    counts = {}
+    for name in ("pypi", "pytorch"):
+        with open(os.path.join(EPHEMERAL, "upstream-%s" % name, "index.log")) as handle:
+            for match in GET_FILE.finditer(handle.read()):
+                counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return counts
+
+
+def test_each_upstream_file_crossed_once():
+    """Three hosts installed torch and its dependencies, host b twice: each file left the upstreams once. The probe
+    twice: damaged (refused by pip, not kept by the proxy), then whole."""
+    counts = upstream_gets()
+    probe = [path for path in counts if "llm_stack_probe" in path]
+    assert len(probe) == 1 and counts[probe[0]] == 2, counts
+    others = {path: n for path, n in counts.items() if path not in probe}
+    assert any("/torch-2.13.0+cpu-" in path for path in others) and len(others) >= 5, others
+    assert all(n == 1 for n in others.values()), others
+
+
+@pytest.mark.parametrize("name", ["fleet_cache-a", "fleet_cache-b", "fleet_cache-c"])
+def test_torch_came_through_the_proxy(name):
+    host = RUNNER.get_host(name)
+    log = host.file("/var/log/llm-stack/torch-install.log").content_string
+    assert "Looking in indexes: %s/root/cpu/+simple/" % PROXY in log and "# exit status 0 after" in log
+    assert host.file("/opt/llm-stack/package-index-ca.pem").mode == 0o644
+    assert "torch 2.13.0+cpu" in host.check_output("/opt/llm-stack/venv/bin/python -m pip list --format freeze "
+                                                   "| sed 's/==/ /'")
+    assert host.run("/opt/llm-stack/venv/bin/python -c 'import llm_stack_probe'").rc != 0
+
+
+def test_proxy_indexes(cache):
+    status, body = ask(cache, "GET", PROXY + "/root/cpu?no_projects=")
+    config = json.loads(body)["result"]
+    assert status == 200 and config["type"] == "stage"
+    assert config["bases"] == ["root/pytorch-cpu", "root/pypi"] and config["acl_upload"] == ["root"]
+    assert config["acl_toxresult_upload"] == ["root"] and config["volatile"] is False
+    status, body = ask(cache, "GET", PROXY + "/root/pytorch-cpu?no_projects=")
+    assert json.loads(body)["result"]["mirror_url"] == "http://127.0.0.1:28971/cpu/"
+    status, body = ask(cache, "GET", PROXY + "/root/pypi?no_projects=")
+    assert json.loads(body)["result"]["mirror_url"] == "http://127.0.0.1:28970/simple/"
+
+
+def test_proxy_changes_nothing_from_the_network(cache):
+    """The front passes GET and HEAD only; devpi's own API refuses an anonymous change on the loopback too."""
+    assert ask(cache, "PUT", PROXY + "/root/evil")[0] == 405
+    assert ask(cache, "POST", PROXY + "/+login")[0] == 405
+    assert ask(cache, "PUT", "http://127.0.0.1:28969/root/evil")[0] == 403
+
+
+def test_proxy_units_and_secrets(cache):
+    assert cache.service("fleet-pypi").is_running and cache.service("fleet-pypi").is_enabled
+    assert cache.service("fleet-pypi-front").is_running and cache.service("fleet-pypi-front").is_enabled
+    assert cache.check_output("systemctl show -p User --value fleet-pypi") == "fleet-pypi"
+    password = cache.file("/etc/fleet-cache/devpi-root-password")
+    assert password.user == "root" and password.mode == 0o600 and len(password.content_string) >= 40
+    secret = cache.file("/etc/fleet-cache/devpi-secret")
+    assert secret.user == "fleet-pypi" and secret.mode == 0o600
+    # The password is on no command line of the cache host.
+    assert password.content_string.strip() not in cache.check_output("ps -eo args")

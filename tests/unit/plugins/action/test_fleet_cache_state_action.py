@@ -29,8 +29,13 @@ def role_inputs(**changes):
     prefix = defaults["fleet_cache_prefix"]
     rendered = dict(defaults, fleet_cache_venv=prefix + "/venv", fleet_cache_wheelhouse_dest=prefix + "/wheelhouse",
                     fleet_cache_data_dir="/var/lib/fleet-cache", llm_stack_wheel_index_url="")
+    rendered.update(fleet_cache_proxy_torch_builds=["cu128"], fleet_cache_proxy_venv=prefix + "/devpi",
+                    fleet_cache_proxy_dir="/var/lib/fleet-cache/devpi", llm_stack_package_index_url="")
     inputs = {}
     for key, template in names.items():
+        if isinstance(template, dict):
+            inputs[key] = {k: rendered[t.strip("{} ").split(" ")[0]] for k, t in template.items()}
+            continue
         name = template.strip("{} ").split(" ")[0]
         inputs[key] = rendered[name]
     inputs.update(changes)
@@ -46,10 +51,28 @@ def test_the_role_defaults_pass_with_no_warning_in_check_mode_too():
     inputs = role_inputs()
     assert set(inputs) == {"port", "listen_host", "data_dir", "venv", "config_dir", "log_dir", "wheelhouse", "tls_cert",
                            "tls_key", "workers", "threads", "prefix", "wheelhouse_dest", "user", "pypiserver_version",
-                           "gunicorn_version", "pip_index_url", "index_url"}
+                           "gunicorn_version", "pip_index_url", "index_url", "proxy"}
     for check_mode in (False, True):
         result = run(inputs, facts={"service_mgr": "systemd"}, check_mode=check_mode)
         assert not result.get("failed") and result["changed"] is False and result["setting_warnings"] == []
+        assert result["proxy"] is None
+
+
+def test_the_proxy_planned_where_it_is_on():
+    proxy = dict(role_inputs()["proxy"], enabled=True, outside_url="https://cache-1:8081")
+    result = run(role_inputs(proxy=proxy), facts={"service_mgr": "systemd"})
+    assert not result.get("failed"), result.get("msg")
+    assert [i["path"] for i in result["proxy"]["indexes"]] == ["root/pypi", "root/pytorch-cu128", "root/cu128"]
+    assert result["proxy"]["probe_url"] == "http://127.0.0.1:8081/+api"
+    assert "--outside-url" in result["proxy"]["argv"]
+
+
+def test_the_proxys_problems_join_the_indexs():
+    proxy = dict(role_inputs()["proxy"], enabled=True, port=8080, user="root")
+    result = run(role_inputs(proxy=proxy, workers=0), facts={"service_mgr": "systemd"})
+    assert result["failed"] and result["msg"].startswith("fleet_cache on cache-1: ")
+    for variable in ("fleet_cache_index_workers", "fleet_cache_proxy_port", "fleet_cache_proxy_user"):
+        assert variable in result["msg"]
 
 
 def test_every_problem_in_one_message_naming_the_host():

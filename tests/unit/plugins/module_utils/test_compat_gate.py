@@ -89,6 +89,13 @@ def cases(c):
         ("wheelhouse missing", "torch", {"torch_wheelhouse": os.path.join(c, "nope")}, ["torch-wheelhouse"], []),
         ("wheelhouse without the wheel", "torch", {"torch_wheelhouse": os.path.join(c, "empty")},
          ["torch-wheelhouse"], []),
+        ("proxy answers", "torch", {"interpreter": PY312, "package_index_url": "https://cache-1:8081",
+                                    "package_index": {"answered": True, "build": "cu128"}}, [], []),
+        ("proxy silent", "torch", {"interpreter": PY312, "package_index_url": "https://cache-1:8081",
+                                   "package_index": {"answered": False, "build": "cu128", "error": "HTTP 502"}},
+         ["package-index"], []),
+        ("proxy CA missing", "torch", {"interpreter": PY312, "package_index_url": "https://cache-1:8081",
+                                       "package_index_ca_cert": os.path.join(c, "nope.pem")}, ["package-index"], []),
         ("torch driver", "torch", {"driver_version": "470.182.03"}, ["torch-driver"], []),
         ("torch driver 550", "torch", {"driver_version": "550.54.15"}, [], ["torch-driver-release"]),
         # flash_attn

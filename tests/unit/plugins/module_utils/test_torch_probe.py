@@ -504,15 +504,26 @@ def test_probe_verifies_files_against_the_record(tmp_path):
 def test_install_plan():
     assert tp.install_plan("2.10.0", "cu128", gpu_count=8) == {
         "build": "cu128", "spec": "torch==2.10.0+cu128", "default_index_url": "https://download.pytorch.org/whl/cu128",
-        "source": "https://download.pytorch.org/whl/cu128"}
+        "source": "https://download.pytorch.org/whl/cu128", "proxy": False, "pip_cert": "", "pip_cert_environment": {}}
     # CPU-only test host without GPUs: the CPU build, from the wheelhouse
     assert tp.install_plan("2.13.0", "cu130", gpu_count=0, cpu_only_test_host=True, wheelhouse="/opt/w") == {
         "build": "cpu", "spec": "torch==2.13.0+cpu", "default_index_url": "https://download.pytorch.org/whl/cpu",
-        "source": "wheelhouse /opt/w"}
+        "source": "wheelhouse /opt/w", "proxy": False, "pip_cert": "", "pip_cert_environment": {}}
     # the test switch never applies on a host with GPUs; a given spec and index are taken as they are, masked
     plan = tp.install_plan("2.13.0", "cu130", gpu_count=1, cpu_only_test_host=True, pip_spec="torch==2.13.0",
                            index_url="https://u:p@mirror/whl")
     assert (plan["build"], plan["spec"], plan["source"]) == ("cu130", "torch==2.13.0", "https://***@mirror/whl")
+    # through the cache host's package proxy: its index of the host's build (the CPU build on a CPU-only test host)
+    plan = tp.install_plan("2.10.0", "cu128", gpu_count=8, package_index_url="https://cache-1:8081")
+    assert plan["default_index_url"] == plan["source"] == "https://cache-1:8081/root/cu128/+simple/"
+    plan = tp.install_plan("2.13.0", "cu130", cpu_only_test_host=True, package_index_url="https://cache-1:8081/",
+                           package_index_ca_path="/opt/llm-stack/package-index-ca.pem")
+    assert (plan["build"], plan["default_index_url"]) == ("cpu", "https://cache-1:8081/root/cpu/+simple/")
+    assert plan["proxy"] and plan["pip_cert_environment"] == {"PIP_CERT": "/opt/llm-stack/package-index-ca.pem"}
+    # an index given in torch_index_url is the source; the wheelhouse too
+    plan = tp.install_plan("2.10.0", "cu128", gpu_count=8, index_url="https://mirror/whl",
+                           package_index_url="https://cache-1:8081")
+    assert plan["source"] == "https://mirror/whl" and not plan["proxy"] and plan["pip_cert"] == ""
 
 
 def test_needs_install():

@@ -148,3 +148,28 @@ def test_bad_input_fails_naming_the_option_without_traceback(run_module):
         assert result["msg"].startswith("Invalid option %s: " % option) and len(result["msg"]) < 400
     kind, result, dummy = run_module(stack_compat.main, dict(GOOD, parts=["matrix", "nope"]))
     assert kind == "fail" and "parts" in result["msg"]
+
+
+def test_package_index_checked_in_part_torch(run_module):
+    """llm_stack_package_index_url: a proxy's base URL, and the host's question to the proxy for its torch build
+    answered (torch_info's package_index), else an error that names the variable and the fix."""
+    base = {"parts": ["torch"], "torch_version": "2.10.0", "torch_cuda": "cu128", "python_version": "3.12",
+            "cuda_version": "12.8.1", "gpus": ["9.0"], "driver_version": "580.159.04"}
+    answered = {"url": "https://cache-1:8081/root/cu128/+simple/", "answered": True, "error": "", "build": "cu128"}
+    kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="https://cache-1:8081",
+                                                             package_index=answered))
+    assert kind == "exit" and not [p for p in result["problems"] if p["rule"] == "package-index"]
+    silent = dict(answered, answered=False, error="the proxy has no such index (404)")
+    kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="https://cache-1:8081",
+                                                             package_index=silent))
+    found = [p for p in result["problems"] if p["rule"] == "package-index"]
+    assert len(found) == 1 and found[0]["severity"] == "error" and not result["ok"]
+    assert "llm_stack_package_index_url" in found[0]["variables"] and "cu128 in fleet_cache_proxy_torch_builds" in \
+        found[0]["msg"] and "(404)" in found[0]["msg"]
+    kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="https://u:p@cache-1:8081"))
+    assert [p["rule"] for p in result["problems"]] == ["package-index"]
+    assert "u:p" not in result["problems"][0]["msg"] and "Fix:" in result["problems"][0]["msg"]
+    # torch from a wheelhouse: the proxy is not asked and not judged
+    kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="nonsense", package_index=silent,
+                                                             torch_wheelhouse="/nonexistent"))
+    assert "package-index" not in [p["rule"] for p in result["problems"]]
