@@ -124,13 +124,6 @@ def fleet_problem(base):
     return ""
 
 
-def _port_problem(value, variable):
-    text = "" if isinstance(value, bool) or value is None else str(value).strip()
-    if re.match(r"^[0-9]{1,5}$", text) and 0 < int(text) < 65536:
-        return ""
-    return "%s is %r: set it to a TCP port number (1 to 65535)." % (variable, value)
-
-
 def problems(settings):
     """What is wrong with the proxy's settings ([] when nothing).
 
@@ -144,7 +137,7 @@ def problems(settings):
         raise PackageProxyError("problems needs a dict of the fleet_cache proxy settings")
     found = []
     for key, variable in (("port", "fleet_cache_proxy_port"), ("devpi_port", "fleet_cache_proxy_devpi_port")):
-        problem = _port_problem(settings.get(key), variable)
+        problem = wheel_index.port_problem(settings.get(key), variable)
         if problem:
             found.append(problem)
     ports = [str(settings.get(key)).strip() for key in ("port", "devpi_port", "index_port")]

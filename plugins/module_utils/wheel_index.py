@@ -142,6 +142,14 @@ def config_problems(index_url, cache_host, hosts, cache_host_vars=None, ca_cert=
     return problems
 
 
+def port_problem(value, variable):
+    """'' when value is a TCP port number (1 to 65535), else the message naming variable."""
+    text = "" if isinstance(value, bool) or value is None else str(value).strip()
+    if re.match(r"^[0-9]{1,5}$", text) and 0 < int(text) < 65536:
+        return ""
+    return "%s is %r: set it to a TCP port number (1 to 65535)." % (variable, value)
+
+
 def unit_path_bad(path):
     """Whether a directory cannot go into a systemd unit's lines as it is (white space, control characters,
     quotes, backslashes, % or $)."""
@@ -261,10 +269,9 @@ def server_problems(settings):
     if not isinstance(settings, dict):
         raise WheelIndexError("server_problems needs a dict of the fleet_cache settings")
     problems = []
-    port = settings.get("port")
-    text = "" if isinstance(port, bool) or port is None else str(port).strip()
-    if not (re.match(r"^[0-9]{1,5}$", text) and 0 < int(text) < 65536):
-        problems.append("fleet_cache_index_port is %r: set it to a TCP port number (1 to 65535)." % (port,))
+    problem = port_problem(settings.get("port"), "fleet_cache_index_port")
+    if problem:
+        problems.append(problem)
     listen = settings.get("listen_host")
     if not isinstance(listen, str) or not _LISTEN.match(listen):
         problems.append("fleet_cache_index_listen_host is %r: set it to the address the index listens on, the cache "
