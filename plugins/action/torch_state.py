@@ -31,6 +31,9 @@ OPTIONS = dict(
     wheelhouse_dest=dict(type="str"),
     after_install=dict(type="bool", default=False),
     package_index_ca_cert=dict(type="str", default=""),
+    # The inventory's cache host runs the package proxy (fleet_cache_proxy): in preflight, a proxy that does not
+    # answer yet is one this run sets up (the cache host's play comes before torch's), a warning.
+    package_index_planned=dict(type="bool", default=False),
 )
 
 
@@ -60,6 +63,7 @@ class ActionModule(RoleAction):
             result.update(failed=True, reading=reading, warnings=warnings, msg=reading.get("msg", ""))
             return result
         facts.update(read_facts)
+        torch_state.mark_planned_proxy(reading, args["collect"] and args["package_index_planned"])
         # After the install the gate only reports (its stop says "nothing was changed"): the verdict decides.
         gate_fail_as = "" if args["after_install"] else fail_as
         options = torch_state.gate_options(args["gate"], facts, reading, gate_fail_as)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The package_index_url and proxy_first_fetchers filters; documentation in the .yml files next to this file. The
+"""The package_index_url, package_pip_environment and proxy_first_fetchers filters; documentation in the .yml files next to this file. The
 code is module_utils/package_proxy.py (imported when a filter runs, as the other filters of the collection do)."""
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +18,15 @@ def package_index_url(base, build):
         return package_proxy.index_url(base, build)
     except package_proxy.PackageProxyError as exc:
         raise AnsibleFilterError("package_index_url: %s" % exc)
+
+
+def package_pip_environment(base, build=None, ca_cert="", ca_path="", own_source=""):
+    """PIP_INDEX_URL and PIP_CERT of the cache host's package proxy for a pip, {} where it is not used."""
+    from ansible_collections.gpufleet.llm_stack.plugins.module_utils import package_proxy
+    try:
+        return package_proxy.pip_environment(base, build, ca_cert, ca_path, own_source)
+    except package_proxy.PackageProxyError as exc:
+        raise AnsibleFilterError("package_pip_environment: %s" % exc)
 
 
 def proxy_first_fetchers(hostvars, hosts, variable):
@@ -39,4 +48,5 @@ def proxy_first_fetchers(hostvars, hosts, variable):
 
 class FilterModule(object):
     def filters(self):
-        return {"package_index_url": package_index_url, "proxy_first_fetchers": proxy_first_fetchers}
+        return {"package_index_url": package_index_url, "package_pip_environment": package_pip_environment,
+                "proxy_first_fetchers": proxy_first_fetchers}

@@ -140,7 +140,15 @@ def _package_index_checks(params, report):
                    % (ca_cert, _src("package-index")))
         return
     asked = params.get("package_index")
-    if isinstance(asked, dict) and not asked.get("answered"):
+    if isinstance(asked, dict) and not asked.get("answered") and asked.get("planned"):
+        build = _text(asked.get("build")) or "its build"
+        report.add("package-index-pending",
+                   "llm_stack_package_index_url=%s: the cache host's package proxy does not answer yet for this"
+                   " host's index %s (%s); the cache host's play of this run sets it up (fleet_cache_proxy), and the"
+                   " torch role asks again before it installs %s. Check that %s is in the cache host's"
+                   " fleet_cache_proxy_torch_builds"
+                   % (base, _text(asked.get("url")), _text(asked.get("error")), _src("package-index-pending"), build))
+    elif isinstance(asked, dict) and not asked.get("answered"):
         build = _text(asked.get("build")) or "its build"
         report.add("package-index",
                    "llm_stack_package_index_url=%s: the cache host's package proxy does not serve this host's index"

@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.module_utils._vllm_method im
     normalize_name,
     resolve_method,
 )
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import package_proxy
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.cuda_arch import ArchError, caps_of
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils.secrets import mask_credentials
 
@@ -80,6 +81,11 @@ INPUTS = {
     "check_user": ("vllm_source_check_user", "vllm"),
     "check_env": ("vllm_source_check_env", {}),
     "cpu_only_test_host": ("llm_stack_cpu_only_test_host", False),
+    # The cache host's package proxy: its base URL, its CA on the controller ("": the hosts' own trust store)
+    # and where the hosts keep that CA.
+    "package_index_url": ("llm_stack_package_index_url", ""),
+    "package_index_ca_cert": ("llm_stack_package_index_ca_cert", ""),
+    "package_index_ca_path": ("llm_stack_package_index_ca_path", ""),
     "hostname": ("inventory_hostname", ""),
 }
 
@@ -258,11 +264,15 @@ def read_inputs(inputs, driver_version=None):
     if arch_ok and not re.fullmatch(r"[A-Za-z0-9_]{1,100}", arch_ok):
         errors.append("vllm_source_model_architecture=%r is not an architecture name. Fix: the model's"
                       " config.json architectures entry, such as Qwen3_5ForConditionalGeneration." % arch_ok[:60])
+    proxy_problem = package_proxy.fleet_problem(v["package_index_url"])
+    if proxy_problem:
+        errors.append(proxy_problem)
     v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])
     v["prefer_builder"] = _bool(v["prefer_builder"])
     for key in ("method", "version", "distribution", "venv", "target_device", "git_url", "git_ref", "git_commit",
                 "precompiled_wheel", "index_url", "wheelhouse", "wheelhouse_dest", "find_links", "arch_list", "cuda_home",
                 "cuda_version", "torch_version", "torch_cuda", "model_architecture", "cache_dir", "work_dir",
-                "wheel_dir", "log_dir", "verify", "check_user", "hostname"):
+                "wheel_dir", "log_dir", "verify", "check_user", "hostname", "package_index_url",
+                "package_index_ca_cert", "package_index_ca_path"):
         v[key] = _text(v[key])
     return v, errors

@@ -269,6 +269,10 @@ RULES = (
     {"id": "package-index", "part": "torch", "severity": "error", "source": "roles",
      "text": "llm_stack_package_index_url is the base URL of the cache host's package proxy, and the proxy answers"
              " the host for its torch build's index."},
+    {"id": "package-index-pending", "part": "torch", "severity": "warning", "source": "roles",
+     "text": "In preflight, where the inventory's cache host runs the package proxy (fleet_cache_proxy), a proxy that"
+             " does not answer yet is set up by the cache host's play of the run; the torch role asks again before"
+             " it installs."},
     # part flash_attn: the flash_attn_build role's checks.
     {"id": "flash-attn-version-format", "part": "flash_attn", "severity": "error", "source": "roles",
      "text": "The flash-attn pin is a release such as 2.8.3."},

@@ -65,6 +65,25 @@ def index_url(base, build):
     return "%s/root/%s/+simple/" % (base.rstrip("/"), build)
 
 
+def pip_environment(base, build=None, ca_cert="", ca_path="", own_source=""):
+    """The environment that points a pip at the cache host's package proxy: PIP_INDEX_URL, the index of build (a
+    torch build, for a pip that installs into the venv of torch) or, where build is None, the proxy's mirror of PyPI
+    (root/pypi: the hub client, supervisor, olah); PIP_CERT, ca_path where ca_cert (the controller's CA file,
+    llm_stack_package_index_ca_cert) is set. {} where base is empty, or where the role has a source of its own
+    (own_source: its index URL, wheelhouse or pip arguments, or a list of them), which wins."""
+    own = own_source if isinstance(own_source, (list, tuple)) else [own_source]
+    if not (isinstance(base, str) and base.strip()) or any(own):
+        return {}
+    if build is None:
+        url = "%s/root/pypi/+simple/" % base.strip().rstrip("/")
+    else:
+        url = index_url(base, build)
+    env = {"PIP_INDEX_URL": url}
+    if ca_cert and ca_path:
+        env["PIP_CERT"] = ca_path
+    return env
+
+
 def config_url(base, build):
     """The URL of the build's index configuration on the proxy (devpi's JSON, without its project list)."""
     return index_url(base, build).replace("/+simple/", "?no_projects=")

@@ -94,6 +94,14 @@ def gate_options(gate, facts, reading, fail_as=""):
     return options
 
 
+def mark_planned_proxy(reading, planned):
+    """Marks the reading's answer of the package proxy planned (the gate then warns where it did not answer) where
+    planned: preflight, with the inventory's cache host running the proxy, which the run sets up after preflight."""
+    if planned and isinstance(reading, dict) and isinstance(reading.get("package_index"), dict):
+        reading["package_index"]["planned"] = True
+    return reading
+
+
 def controller_text(path):
     """The text of a controller file (the package proxy's CA), '' where path is empty or no readable file."""
     if not path or not os.path.isfile(path):

@@ -43,7 +43,7 @@ import posixpath
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env
+from ansible_collections.gpufleet.llm_stack.plugins.module_utils import _build_env, package_proxy, torch_probe
 from ansible_collections.gpufleet.llm_stack.plugins.module_utils._build_env import (
     DEFAULT_PATH,
     arch_in_force,
@@ -143,6 +143,22 @@ def pip_environment(index_url, wheelhouse, find_links=""):
     if index_url and not wheelhouse and not find_links and has_credentials(index_url):
         env["PIP_INDEX_URL"] = index_url
     return env
+
+
+def proxy_source(v, gpu_count):
+    """(index URL pip uses, whether it is the cache host's package proxy, the proxy's CA path on the host for pip).
+
+    vllm_source_index_url when set; else, where llm_stack_package_index_url is set and no wheelhouse or wheel
+    directory is, the proxy's index of the host's torch build (the torch role's: torch_probe.install_build), so
+    that vLLM's pin of torch resolves to the venv's build; else "" (pip's own configuration). The CA path is
+    llm_stack_package_index_ca_path where llm_stack_package_index_ca_cert is set, else "" (the trust store)."""
+    if v["index_url"] or v["wheelhouse"] or v["find_links"] or not v["package_index_url"]:
+        return v["index_url"], False, ""
+    build = torch_probe.install_build(v["torch_cuda"], gpu_count, v["cpu_only_test_host"])
+    if not build:
+        return "", False, ""
+    return (package_proxy.index_url(v["package_index_url"], build), True,
+            v["package_index_ca_path"] if v["package_index_ca_cert"] else "")
 
 
 def constraints_text(torch_version):
@@ -305,8 +321,11 @@ def _plan(inputs, facts, probe, commit):
     if v["target_device"] == "cuda":
         # The build's toolkit; for the wheel method only where cuobjdump lists the installed kernels.
         home, home_source = cuda_home(v["cuda_home"], facts, None, v["cuda_version"], "vllm_source_cuda_home")
-    pip_env = pip_environment(v["index_url"], v["wheelhouse"], v["find_links"])
-    source_args = pip_source_args(v["index_url"], v["wheelhouse"], v["wheelhouse_dest"], v["find_links"])
+    index_url, proxy, pip_cert = proxy_source(v, host_gpus(facts)["count"])
+    pip_env = pip_environment(index_url, v["wheelhouse"], v["find_links"])
+    if pip_cert:
+        pip_env["PIP_CERT"] = pip_cert
+    source_args = pip_source_args(index_url, v["wheelhouse"], v["wheelhouse_dest"], v["find_links"])
     python = v["venv"] + "/bin/python"
     no_log = has_credentials(v["index_url"]) or has_credentials(v["git_url"]) or has_credentials(v["precompiled_wheel"])
     result = {
@@ -348,6 +367,12 @@ def _plan(inputs, facts, probe, commit):
         "precompiled_push": [{"src": v["precompiled_wheel"], "dest": precompiled_location(v)}]
         if method == "precompiled" and v["precompiled_wheel"].startswith("/") else [],
         "pip_environment": pip_env,
+        # Through the cache host's package proxy: pip's index is its index of the host's torch build, and its CA
+        # (where set) is pushed to package_index_ca_path first. proxy_key: that index and the requirement where
+        # this host installs through it (the first host of each key installs before the others), else "".
+        "proxy": proxy,
+        "package_index_ca_path": pip_cert,
+        "proxy_key": "",
         "constraints_path": "%s/.llm_stack/vllm-constraints.txt" % v["venv"],
         "record_path": "%s/.llm_stack/vllm.json" % v["venv"],
         "dry_run_report": "%s/vllm-dry-run-report.json" % v["log_dir"],
@@ -420,6 +445,7 @@ def _plan(inputs, facts, probe, commit):
         else:
             result["install"] = True
             result["reason"] = install_reason(v, venv)
+            result["proxy_key"] = "%s %s" % (index_url, requirement) if proxy else ""
         return result
 
     # source, precompiled: the key needs the tag's commit.

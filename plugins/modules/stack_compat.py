@@ -242,6 +242,8 @@ options:
     description:
       - Part C(torch). What the host's C(torch_info) made of the proxy's answer for its torch build (its result
         C(package_index) with C(url), C(answered), C(error) and C(build)); omitted where it did not ask.
+      - C(planned) true (set by the torch role's gate in preflight where the inventory's cache host runs the proxy)
+        makes a proxy that did not answer a warning (rule C(package-index-pending)) instead of an error.
     type: dict
   flash_attn_source:
     description:

@@ -62,10 +62,13 @@ def build(root, sources, simple_path="simple"):
     shutil.rmtree(simple, ignore_errors=True)
     os.makedirs(files_dir)
     projects = {}
+    listed = set()
     for name, src in sources:
         os.symlink(os.path.abspath(src), os.path.join(files_dir, name))
         for filename in sorted(os.listdir(src)):
-            if filename.endswith(PACKAGE_SUFFIXES):
+            # A file in two sources is listed once, from the first (an index names each file once).
+            if filename.endswith(PACKAGE_SUFFIXES) and filename not in listed:
+                listed.add(filename)
                 projects.setdefault(project_name(filename), []).append((name, filename))
     for project, entries in projects.items():
         os.makedirs(os.path.join(simple, project))

@@ -48,7 +48,7 @@ def writers_of_the_constraint():
 
 
 def test_the_constraint_and_the_record_are_written_somewhere():
-    assert {name for name, dummy, dummy2 in writers_of_the_constraint()} >= {"wheel.yml", "source_tree.yml"}
+    assert {name for name, dummy, dummy2 in writers_of_the_constraint()} >= {"wheel_install.yml", "source_tree.yml"}
     assert {name for name, dummy, dummy2 in writers_of("record_path")} == {"verify.yml"}
 
 
@@ -71,7 +71,7 @@ def test_the_record_is_written_before_the_checks_fail_the_host():
 
 # Filters a user may call in their own playbooks; every other decision is the action vllm_source_state's.
 PUBLIC_FILTERS = ("cuda_arch_list", "host_gpus", "mask_credentials", "rollout_setting", "rollout_problems",
-                  "has_credentials")
+                  "has_credentials", "proxy_first_fetchers")
 
 
 def test_every_decision_is_the_actions_no_internal_filter_is_called():

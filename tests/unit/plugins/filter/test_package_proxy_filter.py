@@ -14,7 +14,7 @@ from ansible_collections.gpufleet.llm_stack.plugins.filter import package_proxy 
 
 
 def test_filters_are_registered():
-    assert set(F.FilterModule().filters()) == {"package_index_url", "proxy_first_fetchers"}
+    assert set(F.FilterModule().filters()) == {"package_index_url", "package_pip_environment", "proxy_first_fetchers"}
 
 
 def test_package_index_url():
@@ -22,6 +22,14 @@ def test_package_index_url():
     assert F.package_index_url("", "cu130") == ""
     with pytest.raises(AnsibleFilterError, match="package_index_url"):
         F.package_index_url("https://cache-1:8081", "cu 130")
+
+
+def test_package_pip_environment():
+    assert F.package_pip_environment("https://cache-1:8081", ca_cert="/ctl/ca.pem", ca_path="/opt/ca.pem") == {
+        "PIP_INDEX_URL": "https://cache-1:8081/root/pypi/+simple/", "PIP_CERT": "/opt/ca.pem"}
+    assert F.package_pip_environment("https://cache-1:8081", own_source="--index-url https://pypi.internal/simple") == {}
+    with pytest.raises(AnsibleFilterError, match="package_pip_environment"):
+        F.package_pip_environment("https://cache-1:8081", "cu 130")
 
 
 def test_proxy_first_fetchers_in_play_order():

@@ -94,6 +94,10 @@ def cases(c):
         ("proxy silent", "torch", {"interpreter": PY312, "package_index_url": "https://cache-1:8081",
                                    "package_index": {"answered": False, "build": "cu128", "error": "HTTP 502"}},
          ["package-index"], []),
+        ("proxy silent, set up by this run", "torch", {
+            "interpreter": PY312, "package_index_url": "https://cache-1:8081",
+            "package_index": {"answered": False, "build": "cu128", "error": "connection refused", "planned": True}},
+         [], ["package-index-pending"]),
         ("proxy CA missing", "torch", {"interpreter": PY312, "package_index_url": "https://cache-1:8081",
                                        "package_index_ca_cert": os.path.join(c, "nope.pem")}, ["package-index"], []),
         ("torch driver", "torch", {"driver_version": "470.182.03"}, ["torch-driver"], []),

@@ -45,6 +45,34 @@ def test_index_url_per_build():
         P.index_url("https://cache-01:8081", "../admin")
 
 
+def test_pip_environment_points_a_pip_at_the_proxy():
+    base = "https://cache-01:8081/"
+    assert P.pip_environment(base) == {"PIP_INDEX_URL": "https://cache-01:8081/root/pypi/+simple/"}
+    assert P.pip_environment(base, "cu130", "/ctl/ca.pem", "/opt/llm-stack/package-index-ca.pem") == {
+        "PIP_INDEX_URL": "https://cache-01:8081/root/cu130/+simple/",
+        "PIP_CERT": "/opt/llm-stack/package-index-ca.pem"}
+    # No CA on the controller: the hosts' trust store, no PIP_CERT.
+    assert "PIP_CERT" not in P.pip_environment(base, None, "", "/opt/llm-stack/package-index-ca.pem")
+    with pytest.raises(P.PackageProxyError):
+        P.pip_environment(base, "../admin")
+
+
+@pytest.mark.parametrize("base,own", [
+    ("", ""), (None, ""), ("  ", ""),
+    ("https://cache-01:8081", "https://pypi.internal/simple"),
+    ("https://cache-01:8081", "--no-index --find-links /srv/wheels"),
+    ("https://cache-01:8081", ["", "/ctl/wheelhouse"]),
+])
+def test_pip_environment_is_empty_without_proxy_or_with_a_source_of_the_role(base, own):
+    assert P.pip_environment(base, None, "/ctl/ca.pem", "/opt/ca.pem", own) == {}
+
+
+@given(st.lists(st.sampled_from(["", "https://pypi.internal/simple", "/ctl/wheelhouse"]), max_size=3))
+def test_any_own_source_wins_over_the_proxy(own):
+    env = P.pip_environment("https://cache-01:8081", None, "", "", own)
+    assert (env == {}) == any(own)
+
+
 @pytest.mark.parametrize("base", ["", "https://cache-01:8081", "http://10.0.0.5:8081/"])
 def test_fleet_problem_accepts_a_base_url(base):
     assert P.fleet_problem(base) == ""

@@ -95,3 +95,14 @@ def test_verdict(ok, needs_install, check_mode, failure):
         assert found is None
     else:
         assert found == "h1: %s" % (failure or "the venv's torch is not right")
+
+
+def test_a_planned_proxy_is_marked_only_in_preflight_where_the_cache_host_runs_it():
+    asked = {"url": "https://cache-1:8081/root/cu128/+simple/", "answered": False, "error": "refused", "build": "cu128"}
+    reading = T.mark_planned_proxy({"package_index": dict(asked)}, True)
+    assert reading["package_index"]["planned"] is True
+    assert "planned" not in T.mark_planned_proxy({"package_index": dict(asked)}, False)["package_index"]
+    # Nothing asked (no proxy, or a wheelhouse): nothing to mark.
+    assert T.mark_planned_proxy({}, True) == {}
+    options = T.gate_options({}, {}, reading, "torch on h1")
+    assert options["package_index"]["planned"] is True

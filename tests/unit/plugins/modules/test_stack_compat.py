@@ -169,6 +169,12 @@ def test_package_index_checked_in_part_torch(run_module):
     kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="https://u:p@cache-1:8081"))
     assert [p["rule"] for p in result["problems"]] == ["package-index"]
     assert "u:p" not in result["problems"][0]["msg"] and "Fix:" in result["problems"][0]["msg"]
+    # In preflight, with the inventory's cache host running the proxy, the run sets it up: a warning that names
+    # the build the cache host must mirror.
+    kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="https://cache-1:8081",
+                                                             package_index=dict(silent, planned=True)))
+    assert result["ok"] and [p["rule"] for p in result["problems"]] == ["package-index-pending"]
+    assert result["problems"][0]["severity"] == "warning" and "cu128" in result["problems"][0]["msg"]
     # torch from a wheelhouse: the proxy is not asked and not judged
     kind, result, dummy = run_module(stack_compat.main, dict(base, package_index_url="nonsense", package_index=silent,
                                                              torch_wheelhouse="/nonexistent"))
