@@ -5,6 +5,7 @@ host, and no host is changed."""
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -19,6 +20,14 @@ EXPECTED_ARCH = {
     "preflight-mixed": "8.0;8.9",
 }
 GATE_TASK = "Check the whole chain and record what the roles build for"
+
+
+def _json_output(text):
+    """The JSON document of ansible.posix.json in the output: the scenario's other callbacks (profile_tasks) write
+    lines before and after it."""
+    start = re.search(r"^\{$", text, re.MULTILINE)
+    assert start, text[-4000:]
+    return json.JSONDecoder().raw_decode(text, start.start())[0]
 
 
 def _run_preflight(*extra):
@@ -42,7 +51,7 @@ def fleet_run():
     proc = _run_preflight()
     # Some hosts are meant to fail: ansible-playbook exits 2.
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-4000:]
-    return json.loads(proc.stdout)
+    return _json_output(proc.stdout)
 
 
 def _task_result(run, host, task_name):
@@ -162,7 +171,7 @@ def test_guide_stack_is_refused_in_one_round_with_a_stack_that_passes(fleet_run,
     extra.write_text(block)
     proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    rerun = json.loads(proc.stdout)
+    rerun = _json_output(proc.stdout)
     assert _report(rerun, "preflight-guide")["ok"] is True
 
 
@@ -175,7 +184,7 @@ def test_unlisted_vllm_is_refused_and_the_opt_in_keeps_every_other_rule(tmp_path
     extra.write_text(yaml.safe_dump(stack))
     proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]
-    report = _report(json.loads(proc.stdout), "preflight-guide")
+    report = _report(_json_output(proc.stdout), "preflight-guide")
     errors = "\n".join(report["errors"])
     assert "llm_stack_vllm_version=0.35.0: vLLM 0.35.0 is not in the matrix" in errors
     assert "run `make matrix`" in errors and "set llm_stack_allow_unlisted_versions: true" in errors
@@ -184,7 +193,7 @@ def test_unlisted_vllm_is_refused_and_the_opt_in_keeps_every_other_rule(tmp_path
     extra.write_text(yaml.safe_dump(dict(stack, llm_stack_allow_unlisted_versions=True)))
     proc = _run_preflight("--limit", "preflight-guide", "-e", "@%s" % extra)
     assert proc.returncode == 2, proc.stdout[-4000:] + proc.stderr[-2000:]
-    report = _report(json.loads(proc.stdout), "preflight-guide")
+    report = _report(_json_output(proc.stdout), "preflight-guide")
     assert not [e for e in report["errors"] if "is not in the matrix" in e], report["errors"]
     assert [w for w in report["warnings"] if "llm_stack_allow_unlisted_versions=true accepts it" in w]
     assert [e for e in report["errors"] if "Qwen3 models need transformers >= 4.51.0" in e], report["errors"]
