@@ -123,7 +123,9 @@ def key_file(tmp_path):
 
 
 def health_args(url, key_file, **over):
-    args = {"url": url, "served_model_name": "tiny", "key_file": key_file, "timeout": 3, "poll": 1,
+    # A gate that passes returns at once; 60 s (not 3) so that a busy machine cannot make a passing gate time out.
+    # The tests of a gate that gives up set their own timeout.
+    args = {"url": url, "served_model_name": "tiny", "key_file": key_file, "timeout": 60, "poll": 1,
             "request_timeout": 5, "service": "vllm-tiny", "mode": "systemd"}
     args.update(over)
     return args
