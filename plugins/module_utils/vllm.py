@@ -152,13 +152,14 @@ def proxy_source(v, gpu_count):
     directory is, the proxy's index of the host's torch build (the torch role's: torch_probe.install_build), so
     that vLLM's pin of torch resolves to the venv's build; else "" (pip's own configuration). The CA path is
     llm_stack_package_index_ca_path where llm_stack_package_index_ca_cert is set, else "" (the trust store)."""
-    if v["index_url"] or v["wheelhouse"] or v["find_links"] or not v["package_index_url"]:
-        return v["index_url"], False, ""
     build = torch_probe.install_build(v["torch_cuda"], gpu_count, v["cpu_only_test_host"])
-    if not build:
-        return "", False, ""
-    return (package_proxy.index_url(v["package_index_url"], build), True,
-            v["package_index_ca_path"] if v["package_index_ca_cert"] else "")
+    # The rule of every pip of the stack (package_proxy.pip_environment): the role's own source wins.
+    env = package_proxy.pip_environment(v["package_index_url"], build, v["package_index_ca_cert"],
+                                        v["package_index_ca_path"],
+                                        [v["index_url"], v["wheelhouse"], v["find_links"]]) if build else {}
+    if not env:
+        return v["index_url"], False, ""
+    return env["PIP_INDEX_URL"], True, env.get("PIP_CERT", "")
 
 
 def constraints_text(torch_version):
