@@ -80,6 +80,13 @@ options:
         such file (which the gate reports), for the host's trust store.
     type: str
     default: ""
+  package_index_planned:
+    description:
+      - The inventory's cache host runs the package proxy (its C(fleet_cache_proxy)), which the run sets up after
+        preflight. With O(collect), a proxy that does not answer is then a warning (rule C(package-index-pending))
+        instead of an error; the role's own gate, outside preflight, still stops the host.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
